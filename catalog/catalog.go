@@ -1,0 +1,146 @@
+// Package catalog holds the tool catalogue: the tools operators declare in the tools file
+// (SPEC §4), validated once at start-up, and the built-in demo catalogue.
+//
+// A Catalog is immutable after Load; every lookup is safe for concurrent use.
+package catalog
+
+import (
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Effect says what repeating a tool's call does to the world. It decides, with the downstream's
+// key support, whether an ambiguous attempt may be retried (SPEC §3).
+type Effect string
+
+// The effects a tool may declare.
+const (
+	EffectRead       Effect = "read"
+	EffectIdempotent Effect = "idempotent"
+	EffectWrite      Effect = "write"
+)
+
+// Tool is one validated entry of the tools file.
+type Tool struct {
+	Name            string
+	Description     string
+	Effect          Effect
+	ParamsSchemaRaw map[string]any // the schema as written, served by GET /v1/tools
+	Schema          *jsonschema.Schema
+	SensitiveParams []string // normalised to JSON pointers ("/card_number")
+	HTTP            HTTPSpec
+	Reconcile       *ReconcileSpec // nil: the tool cannot be reconciled
+	Retry           RetryPolicy
+	Review          ReviewPolicy
+	Compensation    *CompensationSpec // nil: the tool cannot be compensated
+	Retention       time.Duration
+
+	// Parsed once by Load. A Tool built by hand leaves them nil and its templates are parsed on
+	// each call instead.
+	urlTmpl       *urlTemplate
+	reconcileTmpl *urlTemplate
+	compTmpl      *paramsTemplate
+}
+
+// HTTPSpec says how to call the downstream for one attempt.
+type HTTPSpec struct {
+	Method            string
+	URL               string // a text/template over TemplateData
+	Timeout           time.Duration
+	IdempotencyHeader string // "" when the downstream does not honour keys
+	ResultReference   string // JSON pointer into the 2xx body, "" for none
+}
+
+// ReconcileSpec says how to ask the downstream whether an operation took effect.
+type ReconcileSpec struct {
+	Method string
+	URL    string // a text/template over TemplateData
+	Settle time.Duration
+}
+
+// RetryPolicy bounds automatic retries. MaxAttempts counts the first attempt.
+type RetryPolicy struct {
+	MaxAttempts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// ReviewPolicy says when humans must act.
+type ReviewPolicy struct {
+	RequireApproval bool
+	Approvals       int
+	ApprovalTTL     time.Duration
+	EscalateAfter   time.Duration
+}
+
+// CompensationSpec describes the operation that undoes a success.
+type CompensationSpec struct {
+	Tool   string
+	Params map[string]any // string leaves are text/templates over TemplateData
+}
+
+// RetrySafe reports whether an ambiguous attempt of this tool may be repeated: the effect is
+// harmless to repeat, or the downstream deduplicates on the key idemgate sends.
+func (t *Tool) RetrySafe() bool {
+	return t.Effect == EffectRead || t.Effect == EffectIdempotent || t.HTTP.IdempotencyHeader != ""
+}
+
+// TemplateData is what URL and compensation templates may refer to.
+type TemplateData struct {
+	OperationID string
+	Key         string
+	Tenant      string
+	Params      map[string]any
+	Result      map[string]any
+}
+
+// Catalog is the validated set of tools, in file order. It is immutable after Load, so it is safe
+// for concurrent use; callers must not modify the Tools it hands out.
+type Catalog struct {
+	tools  []*Tool
+	byWire map[string]*Tool // keyed by the "__" spelling, which is unique per tool
+}
+
+// FunctionName is the tool's name with each "." written "__", the spelling required by formats
+// that forbid dots in names (OpenAI, Anthropic).
+func (t *Tool) FunctionName() string {
+	return wireName(t.Name)
+}
+
+func wireName(name string) string {
+	return strings.ReplaceAll(name, ".", "__")
+}
+
+// Get returns the tool named name, which may be spelled with dots ("tickets.create") or with
+// each dot written "__" ("tickets__create"). The returned Tool's Name is always the dotted name.
+func (c *Catalog) Get(name string) (*Tool, bool) {
+	if c == nil {
+		return nil, false
+	}
+	t, ok := c.byWire[wireName(name)]
+	return t, ok
+}
+
+// Tools returns the tools in file order. The slice is a copy; the Tools are shared.
+func (c *Catalog) Tools() []*Tool {
+	if c == nil {
+		return nil
+	}
+	out := make([]*Tool, len(c.tools))
+	copy(out, c.tools)
+	return out
+}
+
+// Names returns the dotted tool names in file order.
+func (c *Catalog) Names() []string {
+	if c == nil {
+		return nil
+	}
+	out := make([]string, len(c.tools))
+	for i, t := range c.tools {
+		out[i] = t.Name
+	}
+	return out
+}

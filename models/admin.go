@@ -1,0 +1,181 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// CreateTenant records a new tenant. An existing name is CodeConflict.
+func (l *Ledger) CreateTenant(ctx context.Context, name string) (*Tenant, error) {
+	if !nameRE.MatchString(name) {
+		return nil, errorf(CodeInvalid, "tenant name %q: use 1–63 lower-case letters, digits, '.', '_' or '-'", name)
+	}
+	t := &Tenant{Name: name, CreatedAt: l.clock()}
+	err := l.scope(ctx).Create(t).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return nil, errorf(CodeConflict, "tenant %q already exists", name)
+	}
+	if err != nil {
+		return nil, unavailable("create tenant", err)
+	}
+	return t, nil
+}
+
+// Tenants lists every tenant by name.
+func (l *Ledger) Tenants(ctx context.Context) ([]Tenant, error) {
+	var out []Tenant
+	if err := l.scope(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, unavailable("list tenants", err)
+	}
+	return out, nil
+}
+
+// NewKey is a freshly created API key: Secret is shown once and never stored.
+type NewKey struct {
+	Secret string
+	Key    APIKey
+}
+
+// CreateAPIKey creates a key for principal (created on first use) of tenant, allowed tools
+// (nil or ["*"] for all).
+func (l *Ledger) CreateAPIKey(ctx context.Context, tenant, principal string, tools []string) (*NewKey, error) {
+	if !nameRE.MatchString(principal) {
+		return nil, errorf(CodeInvalid, "principal name %q: use 1–63 lower-case letters, digits, '.', '_' or '-'", principal)
+	}
+	list := "*"
+	if len(tools) > 0 {
+		for i := range tools {
+			tools[i] = strings.TrimSpace(tools[i])
+		}
+		list = strings.Join(tools, ",")
+	}
+	secret, err := newAPIKey()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: generate key: %w", err)
+	}
+	now := l.clock()
+	key := APIKey{ID: newID("key"), Tenant: tenant, Prefix: secret[:APIKeyPrefixLen], Hash: HashAPIKey(secret), Tools: list, CreatedAt: now}
+	err = l.scope(ctx).Transaction(func(tx *gorm.DB) error {
+		var t Tenant
+		if err := tx.Where("name = ?", tenant).Take(&t).Error; err != nil {
+			if notFound(err) {
+				return errorf(CodeNotFound, "tenant %q does not exist", tenant)
+			}
+			return err
+		}
+		p := Principal{ID: newID("prn"), Tenant: tenant, Name: principal, CreatedAt: now}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&p).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("tenant = ? AND name = ?", tenant, principal).Take(&p).Error; err != nil {
+			return err
+		}
+		key.PrincipalID = p.ID
+		return tx.Create(&key).Error
+	})
+	if err != nil {
+		return nil, unavailable("create api key", err)
+	}
+	return &NewKey{Secret: secret, Key: key}, nil
+}
+
+// RevokeAPIKey revokes the one key whose stored prefix starts with prefix. No match is
+// CodeNotFound; several are CodeInvalid (give more characters).
+func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, error) {
+	if len(prefix) < 8 {
+		return nil, errorf(CodeInvalid, "give at least 8 characters of the key")
+	}
+	if len(prefix) > APIKeyPrefixLen {
+		prefix = prefix[:APIKeyPrefixLen]
+	}
+	var keys []APIKey
+	if err := l.scope(ctx).Where("prefix LIKE ? AND revoked_at IS NULL", likePrefix(prefix)).Find(&keys).Error; err != nil {
+		return nil, unavailable("find api key", err)
+	}
+	switch {
+	case len(keys) == 0:
+		return nil, errorf(CodeNotFound, "no active API key starts with %q", prefix)
+	case len(keys) > 1:
+		return nil, errorf(CodeInvalid, "%d keys start with %q; give more characters", len(keys), prefix)
+	}
+	now := l.clock()
+	k := keys[0]
+	if err := l.scope(ctx).Model(&APIKey{}).Where("id = ?", k.ID).Update("revoked_at", now).Error; err != nil {
+		return nil, unavailable("revoke api key", err)
+	}
+	k.RevokedAt = &now
+	return &k, nil
+}
+
+func likePrefix(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
+}
+
+// Caller is an authenticated API principal.
+type Caller struct {
+	Tenant        string
+	PrincipalID   string
+	PrincipalName string
+	Key           APIKey
+}
+
+// Actor is how the caller appears on timelines.
+func (c *Caller) Actor() string { return "api:" + c.PrincipalName }
+
+// AllowsTool reports whether the caller's key may use the named tool.
+func (c *Caller) AllowsTool(name string) bool { return c.Key.AllowsTool(name) }
+
+// Authenticate resolves a bearer key. Unknown, malformed and revoked keys are all
+// CodeNotFound, so a caller cannot tell them apart.
+func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, error) {
+	if !WellFormedAPIKey(secret) {
+		return nil, errorf(CodeNotFound, "unknown API key")
+	}
+	var row struct {
+		APIKey
+		PrincipalName string
+	}
+	err := l.scope(ctx).Table("api_keys").
+		Select("api_keys.*, principals.name AS principal_name").
+		Joins("JOIN principals ON principals.id = api_keys.principal_id").
+		Where("api_keys.hash = ? AND api_keys.revoked_at IS NULL", HashAPIKey(secret)).
+		Take(&row).Error
+	if notFound(err) {
+		return nil, errorf(CodeNotFound, "unknown API key")
+	}
+	if err != nil {
+		return nil, unavailable("authenticate", err)
+	}
+	return &Caller{Tenant: row.Tenant, PrincipalID: row.PrincipalID, PrincipalName: row.PrincipalName, Key: row.APIKey}, nil
+}
+
+// Setting returns a stored setting, or "" when unset.
+func (l *Ledger) Setting(ctx context.Context, name string) (string, error) {
+	var v []string
+	if err := l.scope(ctx).Table("settings").Where("name = ?", name).Pluck("value", &v).Error; err != nil {
+		return "", unavailable("read setting", err)
+	}
+	if len(v) == 0 {
+		return "", nil
+	}
+	return v[0], nil
+}
+
+// EnsureSetting stores value under name unless one is already stored, and returns the stored
+// value: two replicas starting at once agree on one.
+func (l *Ledger) EnsureSetting(ctx context.Context, name, value string) (string, error) {
+	err := l.scope(ctx).Table("settings").Clauses(clause.OnConflict{DoNothing: true}).
+		Create(map[string]any{"name": name, "value": value}).Error
+	if err != nil {
+		return "", unavailable("write setting", err)
+	}
+	return l.Setting(ctx, name)
+}

@@ -1,0 +1,211 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Claimed is an operation a worker now owns, with the attempt it is to run.
+type Claimed struct {
+	Op      *Operation
+	Attempt *Attempt
+}
+
+// AttemptOutcome is what a worker records when an attempt ends. The decision (To and what
+// goes with it) was taken by the retry policy; the ledger only checks that it is legal and that
+// the worker still holds the fencing token.
+type AttemptOutcome struct {
+	Class            string // not_sent, throttled, ambiguous, rejected, succeeded
+	DownstreamStatus int    // 0 when no response was read
+	Latency          time.Duration
+	Error            string // transport or read error, if any
+	TraceID          string
+
+	To            State
+	Result        []byte // SUCCEEDED: the downstream body as JSON
+	DownstreamRef string
+	ErrorClass    string // FAILED_FINAL / UNKNOWN: the class recorded on the operation
+	ErrorMessage  string
+	NextAttemptAt time.Time // PENDING: when the retry is due
+}
+
+// FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
+// claim's token. It updates c.Op in place. CodeStale means the lease was lost: recovery decided
+// instead, and this worker's outcome is dropped (its attempt row still records what it saw).
+func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
+	now := l.clock()
+	op, at := c.Op, c.Attempt
+	return l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
+		fields := map[string]any{"finished_at": now, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
+		if out.DownstreamStatus != 0 {
+			fields["downstream_status"] = out.DownstreamStatus
+		}
+		if out.Error != "" {
+			fields["error"] = out.Error
+		}
+		if out.TraceID != "" {
+			fields["trace_id"] = out.TraceID
+		}
+		if err := tx.Model(&Attempt{}).Where("id = ?", at.ID).Updates(fields).Error; err != nil {
+			return nil, err
+		}
+		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
+		if out.DownstreamStatus != 0 {
+			detail["downstream_status"] = out.DownstreamStatus
+		}
+		if out.Error != "" {
+			detail["error"] = out.Error
+		}
+		actor := "worker:" + worker
+		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptFinished, attempt: at.Number, actor: actor, detail: detail}); err != nil {
+			return nil, err
+		}
+		ch := change{from: StateRunning, to: out.To, fence: at.Fence, actor: actor, attempt: at.Number}
+		ambiguous := op.Ambiguous || out.Class == ErrorAmbiguous
+		switch out.To {
+		case StateSucceeded:
+			ch.apply = func(o *Operation) []string {
+				o.Result = nil
+				if len(out.Result) > 0 {
+					o.Result = ptr(string(out.Result))
+				}
+				o.DownstreamRef = nil
+				if out.DownstreamRef != "" {
+					o.DownstreamRef = ptr(out.DownstreamRef)
+				}
+				o.DownstreamStatus = nil
+				if out.DownstreamStatus != 0 {
+					o.DownstreamStatus = ptr(out.DownstreamStatus)
+				}
+				o.ErrorClass, o.ErrorMessage = nil, nil
+				return []string{"result", "downstream_ref", "downstream_status", "error_class", "error_message"}
+			}
+		case StatePending:
+			ch.event = EventRetryScheduled
+			ch.detail = map[string]any{"next_attempt_at": out.NextAttemptAt.UTC().Format(time.RFC3339Nano), "class": out.Class}
+			ch.apply = func(o *Operation) []string {
+				o.NextAttemptAt, o.Ambiguous = ptr(out.NextAttemptAt.UTC().Truncate(time.Microsecond)), ambiguous
+				cols := setError(out.Class, out.ErrorMessage, out.DownstreamStatus)(o)
+				return append(cols, "next_attempt_at", "ambiguous")
+			}
+		default: // FAILED_FINAL, UNKNOWN
+			ch.apply = func(o *Operation) []string {
+				o.Ambiguous = ambiguous
+				return append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
+			}
+		}
+		return []string{op.ID}, l.transition(tx, now, op, ch)
+	})
+}
+
+// ClaimDue claims up to limit PENDING operations whose next attempt is due, oldest first, for
+// worker. On PostgreSQL, FOR UPDATE SKIP LOCKED lets replicas claim side by side without
+// waiting on each other; on SQLite the single writer serialises claims. Each claim bumps the
+// fencing token and starts an attempt. An operation whose API key was revoked meanwhile ends
+// FAILED_FINAL (permission_revoked) without running.
+func (l *Ledger) ClaimDue(ctx context.Context, worker string, limit int, leaseFor func(tool string) time.Duration) ([]Claimed, error) {
+	now := l.clock()
+	var claimed []Claimed
+	err := l.txn(ctx, "claim due", func(tx *gorm.DB) ([]string, error) {
+		q := tx.Where("state = ? AND next_attempt_at <= ?", StatePending, now).Order("next_attempt_at, id").Limit(limit)
+		if l.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var ops []*Operation
+		if err := q.Find(&ops).Error; err != nil {
+			return nil, err
+		}
+		if len(ops) == 0 {
+			return nil, nil
+		}
+		revoked, err := revokedKeys(tx, ops)
+		if err != nil {
+			return nil, err
+		}
+		var changed []string
+		for _, op := range ops {
+			actor := "worker:" + worker
+			if revoked[op.APIKeyID] {
+				err := l.transition(tx, now, op, change{from: StatePending, to: StateFailedFinal, actor: actor,
+					apply: setError(ErrorPermissionRevoked, "the API key that submitted this operation was revoked before it ran", 0)})
+				if err != nil {
+					return nil, err
+				}
+				changed = append(changed, op.ID)
+				continue
+			}
+			c, err := l.claim(tx, now, op, worker, leaseFor(op.Tool))
+			if err != nil {
+				return nil, err
+			}
+			claimed = append(claimed, c)
+			changed = append(changed, op.ID)
+		}
+		return changed, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+func (l *Ledger) claim(tx *gorm.DB, now time.Time, op *Operation, worker string, lease time.Duration) (Claimed, error) {
+	number, fence := op.Attempts+1, op.Fence+1
+	at := &Attempt{ID: NewAttemptID(), OperationID: op.ID, Number: number, Fence: fence, Worker: worker, StartedAt: now}
+	err := l.transition(tx, now, op, change{from: StatePending, to: StateRunning, actor: "worker:" + worker, attempt: number,
+		apply: func(o *Operation) []string {
+			o.Attempts, o.Fence = number, fence
+			o.LeaseOwner, o.LeaseExpiresAt, o.NextAttemptAt = ptr(worker), ptr(now.Add(lease)), nil
+			return []string{"attempts", "fence", "lease_owner", "lease_expires_at", "next_attempt_at"}
+		}})
+	if err != nil {
+		return Claimed{}, err
+	}
+	if err := tx.Create(at).Error; err != nil {
+		return Claimed{}, err
+	}
+	err = l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptStarted, attempt: number, actor: "worker:" + worker,
+		detail: map[string]any{"attempt_id": at.ID, "fence": fence}})
+	return Claimed{Op: op, Attempt: at}, err
+}
+
+func revokedKeys(tx *gorm.DB, ops []*Operation) (map[string]bool, error) {
+	ids := make([]string, 0, len(ops))
+	for _, op := range ops {
+		ids = append(ids, op.APIKeyID)
+	}
+	var revoked []string
+	err := tx.Model(&APIKey{}).Where("id IN ? AND revoked_at IS NOT NULL", ids).Pluck("id", &revoked).Error
+	out := make(map[string]bool, len(revoked))
+	for _, id := range revoked {
+		out[id] = true
+	}
+	return out, err
+}
+
+// Cancel stops an operation that has not started: PENDING or AWAITING_APPROVAL → FAILED_FINAL
+// (cancelled). Anything else is CodeNotCancellable, carrying the operation.
+func (l *Ledger) Cancel(ctx context.Context, tenant, id, actor string) (*Operation, error) {
+	op, err := l.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if op.State != StatePending && op.State != StateAwaitingApproval {
+		return nil, &Error{Code: CodeNotCancellable, Op: op, Message: "only PENDING or AWAITING_APPROVAL operations can be cancelled; this one is " + string(op.State)}
+	}
+	err = l.txn(ctx, "cancel "+id, func(tx *gorm.DB) ([]string, error) {
+		return []string{op.ID}, l.transition(tx, l.clock(), op, change{from: op.State, to: StateFailedFinal, actor: actor,
+			apply: setError(ErrorCancelled, "cancelled at the caller's request", 0)})
+	})
+	if ErrorCode(err) == CodeStale {
+		current, gerr := l.Get(ctx, tenant, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return nil, &Error{Code: CodeNotCancellable, Op: current, Message: "the operation changed state meanwhile; it is now " + string(current.State)}
+	}
+	return op, err
+}

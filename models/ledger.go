@@ -1,0 +1,146 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Ledger is the durable record of operations: every rule about what may change, and how, lives
+// behind its methods. It is safe for concurrent use.
+type Ledger struct {
+	db      *gorm.DB
+	dialect Dialect
+	now     func() time.Time
+	changes *Hub
+}
+
+// New returns a ledger over an opened, migrated database. now may be nil (wall clock).
+func New(db *gorm.DB, d Dialect, now func() time.Time) *Ledger {
+	if now == nil {
+		now = time.Now
+	}
+	return &Ledger{db: db, dialect: d, now: now, changes: NewHub()}
+}
+
+// DB exposes the handle for readiness checks and tests.
+func (l *Ledger) DB() *gorm.DB { return l.db }
+
+// Dialect says which engine the ledger runs on.
+func (l *Ledger) Dialect() Dialect { return l.dialect }
+
+// Changes is the feed of committed operation changes made through this ledger.
+func (l *Ledger) Changes() *Hub { return l.changes }
+
+func (l *Ledger) clock() time.Time { return l.now().UTC().Truncate(time.Microsecond) }
+
+// Ready reports whether the database answers and its schema is the one this build expects.
+func (l *Ledger) Ready(ctx context.Context) error {
+	v, err := CurrentVersion(ctx, l.db)
+	if err != nil {
+		return err
+	}
+	if v != SchemaVersion() {
+		return errorf(CodeUnavailable, "ledger: schema version %d, want %d", v, SchemaVersion())
+	}
+	return nil
+}
+
+// Hub tells waiters that an operation changed. A waiter subscribes before reading the
+// operation, so a change committed between its read and its wait is never missed.
+type Hub struct {
+	mu      sync.Mutex
+	waiters map[string][]chan struct{}
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub { return &Hub{waiters: map[string][]chan struct{}{}} }
+
+// Subscribe returns a channel closed at the next change of operation id, and a function to
+// drop the subscription.
+func (h *Hub) Subscribe(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	h.waiters[id] = append(h.waiters[id], ch)
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		list := h.waiters[id]
+		for i, c := range list {
+			if c == ch {
+				h.waiters[id] = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(h.waiters[id]) == 0 {
+			delete(h.waiters, id)
+		}
+	}
+}
+
+// Publish wakes every waiter of operation id.
+func (h *Hub) Publish(id string) {
+	h.mu.Lock()
+	list := h.waiters[id]
+	delete(h.waiters, id)
+	h.mu.Unlock()
+	for _, ch := range list {
+		close(ch)
+	}
+}
+
+// txn runs fn in a transaction and publishes the changed operations after commit.
+func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]string, error)) error {
+	var changed []string
+	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		changed, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		return unavailable(what, err)
+	}
+	for _, id := range changed {
+		l.changes.Publish(id)
+	}
+	return nil
+}
+
+// eventInput describes an event to append.
+type eventInput struct {
+	op      *Operation
+	typ     string
+	from    State
+	to      State
+	attempt int
+	actor   string
+	detail  map[string]any
+}
+
+func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
+	ev := Event{OperationID: in.op.ID, Tenant: in.op.Tenant, At: at, Type: in.typ, Actor: in.actor}
+	if in.from != "" {
+		ev.FromState = ptr(in.from)
+	}
+	if in.to != "" {
+		ev.ToState = ptr(in.to)
+	}
+	if in.attempt > 0 {
+		ev.Attempt = ptr(in.attempt)
+	}
+	if len(in.detail) > 0 {
+		b, err := json.Marshal(in.detail)
+		if err != nil {
+			return err
+		}
+		ev.Detail = ptr(string(b))
+	}
+	return tx.Create(&ev).Error
+}
+
+func notFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }

@@ -1,0 +1,193 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// migration is one step of the versioned schema. Steps are append-only: a released step is
+// never edited, a change is a new step. The SQL is shared by both engines; the few spellings
+// that differ are written as placeholders (see dialectSQL).
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrations = []migration{
+	{1, "ledger", `
+CREATE TABLE tenants (
+	name       TEXT PRIMARY KEY,
+	created_at {{ts}} NOT NULL
+);
+CREATE TABLE principals (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL REFERENCES tenants(name),
+	name       TEXT NOT NULL,
+	created_at {{ts}} NOT NULL,
+	UNIQUE (tenant, name)
+);
+CREATE TABLE api_keys (
+	id           TEXT PRIMARY KEY,
+	tenant       TEXT NOT NULL REFERENCES tenants(name),
+	principal_id TEXT NOT NULL REFERENCES principals(id),
+	prefix       TEXT NOT NULL,
+	hash         TEXT NOT NULL UNIQUE,
+	tools        TEXT NOT NULL,
+	created_at   {{ts}} NOT NULL,
+	revoked_at   {{ts}}
+);
+CREATE INDEX api_keys_prefix ON api_keys (prefix);
+CREATE TABLE operations (
+	id                TEXT PRIMARY KEY,
+	tenant            TEXT NOT NULL REFERENCES tenants(name),
+	op_key            TEXT NOT NULL,
+	tool              TEXT NOT NULL,
+	fingerprint       TEXT NOT NULL,
+	params            TEXT,
+	result            TEXT,
+	state             TEXT NOT NULL,
+	error_class       TEXT,
+	error_message     TEXT,
+	downstream_status INTEGER,
+	downstream_ref    TEXT,
+	attempts          INTEGER NOT NULL DEFAULT 0,
+	ambiguous         BOOLEAN NOT NULL DEFAULT FALSE,
+	next_attempt_at   {{ts}},
+	lease_owner       TEXT,
+	lease_expires_at  {{ts}},
+	fence             BIGINT NOT NULL DEFAULT 0,
+	principal_id      TEXT NOT NULL,
+	api_key_id        TEXT NOT NULL,
+	workflow_run_id   TEXT,
+	step_id           TEXT,
+	compensates       TEXT,
+	compensated_by    TEXT,
+	review_id         TEXT,
+	unknown_since     {{ts}},
+	created_at        {{ts}} NOT NULL,
+	updated_at        {{ts}} NOT NULL,
+	completed_at      {{ts}},
+	purged_at         {{ts}},
+	UNIQUE (tenant, op_key)
+);
+CREATE INDEX operations_due ON operations (state, next_attempt_at);
+CREATE INDEX operations_tenant_list ON operations (tenant, id);
+CREATE INDEX operations_workflow ON operations (tenant, workflow_run_id);
+CREATE TABLE attempts (
+	id                TEXT PRIMARY KEY,
+	operation_id      TEXT NOT NULL REFERENCES operations(id),
+	number            INTEGER NOT NULL,
+	fence             BIGINT NOT NULL,
+	worker            TEXT NOT NULL,
+	started_at        {{ts}} NOT NULL,
+	finished_at       {{ts}},
+	class             TEXT,
+	downstream_status INTEGER,
+	latency_ms        BIGINT,
+	error             TEXT,
+	trace_id          TEXT,
+	UNIQUE (operation_id, number)
+);
+CREATE TABLE events (
+	id           {{serial}},
+	operation_id TEXT NOT NULL REFERENCES operations(id),
+	tenant       TEXT NOT NULL,
+	at           {{ts}} NOT NULL,
+	type         TEXT NOT NULL,
+	from_state   TEXT,
+	to_state     TEXT,
+	attempt      INTEGER,
+	actor        TEXT NOT NULL,
+	detail       TEXT
+);
+CREATE INDEX events_operation ON events (operation_id, id);
+CREATE TABLE settings (
+	name  TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+`},
+}
+
+// SchemaVersion is the version this build expects.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+func dialectSQL(d Dialect, sql string) string {
+	r := strings.NewReplacer("{{ts}}", "TIMESTAMP", "{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT")
+	if d == Postgres {
+		r = strings.NewReplacer("{{ts}}", "TIMESTAMPTZ", "{{serial}}", "BIGSERIAL PRIMARY KEY")
+	}
+	return r.Replace(sql)
+}
+
+// migrateLockID is the PostgreSQL advisory lock that serialises migrations across replicas.
+const migrateLockID = 0x1de36a7e
+
+// Migrate applies every pending step in one transaction. Replicas that start at once queue on
+// an advisory lock (PostgreSQL) or the database write lock (SQLite); the later ones find
+// nothing left to do.
+func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if d == Postgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockID).Error; err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+		}
+		if err := tx.Exec(dialectSQL(d, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at {{ts}} NOT NULL)`)).Error; err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		var current int
+		if err := tx.Raw("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current).Error; err != nil {
+			return fmt.Errorf("read version: %w", err)
+		}
+		if current > SchemaVersion() {
+			return fmt.Errorf("database schema version %d is newer than this build (%d)", current, SchemaVersion())
+		}
+		for _, m := range migrations {
+			if m.version <= current {
+				continue
+			}
+			for _, stmt := range splitStatements(dialectSQL(d, m.sql)) {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if err := tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, time.Now().UTC()).Error; err != nil {
+				return fmt.Errorf("record step %d: %w", m.version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// CurrentVersion returns the schema version recorded in the database (0 when none).
+func CurrentVersion(ctx context.Context, db *gorm.DB) (int, error) {
+	var v int
+	err := db.WithContext(ctx).Raw("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v).Error
+	if err != nil {
+		return 0, unavailable("read schema version", err)
+	}
+	return v, nil
+}
+
+func splitStatements(sql string) []string {
+	var out []string
+	for _, s := range strings.Split(sql, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// NewOperation is what the API asks the ledger to record.
+type NewOperation struct {
+	Tenant        string
+	PrincipalID   string
+	APIKeyID      string
+	Key           string
+	Tool          string
+	Fingerprint   string
+	Params        []byte // canonical JSON
+	WorkflowRunID string
+	StepID        string
+	// Compensates names the SUCCEEDED operation this one undoes; it is linked both ways in the
+	// same transaction.
+	Compensates   string
+	NeedsApproval bool
+	// Claim, when set, records the operation straight into RUNNING owned by the requesting
+	// process, so the first attempt needs no second claim round trip.
+	Claim *ClaimSpec
+	Actor string
+}
+
+// ClaimSpec says who claims an operation and for how long.
+type ClaimSpec struct {
+	Worker   string
+	LeaseFor time.Duration
+}
+
+// Submitted is the ledger's answer to Submit.
+type Submitted struct {
+	Op      *Operation
+	Created bool
+	// Attempt is the attempt the request claimed, when Created and Claim was set.
+	Attempt *Attempt
+}
+
+// Submit records a new operation, or returns the one already recorded under (tenant, key).
+// A known key with another fingerprint is CodeKeyMismatch; a purged one is CodeKeyExpired;
+// both carry the operation. Creation is decided by the unique constraint on (tenant, key), so
+// concurrent submits of one key create exactly one operation.
+func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error) {
+	// Replays are the common case under retries: one read answers them.
+	if op, err := l.GetByKey(ctx, in.Tenant, in.Key); err == nil {
+		return sameOperation(op, in)
+	} else if ErrorCode(err) != CodeNotFound {
+		return Submitted{}, err
+	}
+
+	now := l.clock()
+	op := &Operation{
+		ID: NewOperationID(), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
+		Fingerprint: in.Fingerprint, Params: ptr(string(in.Params)),
+		PrincipalID: in.PrincipalID, APIKeyID: in.APIKeyID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if in.WorkflowRunID != "" {
+		op.WorkflowRunID = ptr(in.WorkflowRunID)
+	}
+	if in.StepID != "" {
+		op.StepID = ptr(in.StepID)
+	}
+	if in.Compensates != "" {
+		op.Compensates = ptr(in.Compensates)
+	}
+	var attempt *Attempt
+	switch {
+	case in.NeedsApproval:
+		op.State = StateAwaitingApproval
+	case in.Claim != nil:
+		op.State = StateRunning
+		op.Attempts, op.Fence = 1, 1
+		op.LeaseOwner = ptr(in.Claim.Worker)
+		op.LeaseExpiresAt = ptr(now.Add(in.Claim.LeaseFor))
+		attempt = &Attempt{ID: NewAttemptID(), OperationID: op.ID, Number: 1, Fence: 1, Worker: in.Claim.Worker, StartedAt: now}
+	default:
+		op.State = StatePending
+		op.NextAttemptAt = ptr(now)
+	}
+
+	var existing *Operation
+	err := l.txn(ctx, "submit", func(tx *gorm.DB) ([]string, error) {
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(op)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected == 0 { // lost the race to a concurrent submit of the same key
+			existing = &Operation{}
+			return nil, tx.Where("tenant = ? AND op_key = ?", in.Tenant, in.Key).Take(existing).Error
+		}
+		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
+			detail: map[string]any{"fingerprint": op.Fingerprint}}); err != nil {
+			return nil, err
+		}
+		if attempt != nil {
+			if err := tx.Create(attempt).Error; err != nil {
+				return nil, err
+			}
+			if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptStarted, attempt: 1, actor: "worker:" + in.Claim.Worker,
+				detail: map[string]any{"attempt_id": attempt.ID, "fence": attempt.Fence}}); err != nil {
+				return nil, err
+			}
+		}
+		if in.Compensates != "" {
+			if err := l.linkCompensation(tx, now, op, in.Compensates, in.Actor); err != nil {
+				return nil, err
+			}
+			return []string{op.ID, in.Compensates}, nil
+		}
+		return []string{op.ID}, nil
+	})
+	if err != nil {
+		return Submitted{}, err
+	}
+	if existing != nil {
+		return sameOperation(existing, in)
+	}
+	return Submitted{Op: op, Created: true, Attempt: attempt}, nil
+}
+
+// sameOperation decides what a known key means for this request.
+func sameOperation(op *Operation, in NewOperation) (Submitted, error) {
+	if op.PurgedAt != nil {
+		return Submitted{}, &Error{Code: CodeKeyExpired, Op: op,
+			Message: "the record of this operation key passed its retention; the key can never run again"}
+	}
+	if op.Fingerprint != in.Fingerprint {
+		return Submitted{}, &Error{Code: CodeKeyMismatch, Op: op,
+			Message: "this operation key was first used with another tool or other params"}
+	}
+	return Submitted{Op: op}, nil
+}
+
+func (l *Ledger) linkCompensation(tx *gorm.DB, now time.Time, op *Operation, originalID, actor string) error {
+	res := tx.Model(&Operation{}).
+		Where("id = ? AND tenant = ? AND state = ? AND compensated_by IS NULL", originalID, op.Tenant, StateSucceeded).
+		Updates(map[string]any{"compensated_by": op.ID, "updated_at": now})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return &Error{Code: CodeNotCompensable, Message: "the operation is not SUCCEEDED or already has a compensation"}
+	}
+	original := &Operation{ID: originalID, Tenant: op.Tenant}
+	for _, e := range []eventInput{
+		{op: original, typ: EventCompensationLinked, actor: actor, detail: map[string]any{"compensated_by": op.ID}},
+		{op: op, typ: EventCompensationLinked, actor: actor, detail: map[string]any{"compensates": originalID}},
+	} {
+		if err := l.appendEvent(tx, now, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package models
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// Get returns the operation id of tenant. Another tenant's operation is CodeNotFound, exactly
+// as a missing one.
+func (l *Ledger) Get(ctx context.Context, tenant, id string) (*Operation, error) {
+	return l.take(ctx, "get operation", "tenant = ? AND id = ?", tenant, id)
+}
+
+// GetByKey returns the operation recorded under (tenant, key).
+func (l *Ledger) GetByKey(ctx context.Context, tenant, key string) (*Operation, error) {
+	return l.take(ctx, "get operation by key", "tenant = ? AND op_key = ?", tenant, key)
+}
+
+func (l *Ledger) take(ctx context.Context, what, where string, args ...any) (*Operation, error) {
+	var op Operation
+	err := l.db.WithContext(ctx).Where(where, args...).Take(&op).Error
+	if notFound(err) {
+		return nil, errorf(CodeNotFound, "operation not found")
+	}
+	if err != nil {
+		return nil, unavailable(what, err)
+	}
+	return &op, nil
+}
+
+// ListFilter narrows a tenant's operations. Zero fields do not filter.
+type ListFilter struct {
+	State         State
+	Tools         []string // the tools the caller may see; nil means all
+	Tool          string
+	WorkflowRunID string
+	Before        string // cursor: ids strictly older than this one
+	Limit         int
+}
+
+// List returns a page of operations, newest first, and whether more follow.
+func (l *Ledger) List(ctx context.Context, tenant string, f ListFilter) ([]*Operation, bool, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		return nil, false, errorf(CodeInvalid, "limit must be between 1 and 500")
+	}
+	q := l.db.WithContext(ctx).Where("tenant = ?", tenant)
+	if f.State != "" {
+		q = q.Where("state = ?", f.State)
+	}
+	if f.Tool != "" {
+		q = q.Where("tool = ?", f.Tool)
+	}
+	if f.Tools != nil {
+		q = q.Where("tool IN ?", append([]string{""}, f.Tools...))
+	}
+	if f.WorkflowRunID != "" {
+		q = q.Where("workflow_run_id = ?", f.WorkflowRunID)
+	}
+	if f.Before != "" {
+		q = q.Where("id < ?", f.Before)
+	}
+	var ops []*Operation
+	if err := q.Order("id DESC").Limit(f.Limit + 1).Find(&ops).Error; err != nil {
+		return nil, false, unavailable("list operations", err)
+	}
+	more := len(ops) > f.Limit
+	if more {
+		ops = ops[:f.Limit]
+	}
+	return ops, more, nil
+}
+
+// Events returns an operation's timeline in order.
+func (l *Ledger) Events(ctx context.Context, tenant, id string) ([]Event, error) {
+	var evs []Event
+	err := l.db.WithContext(ctx).Where("tenant = ? AND operation_id = ?", tenant, id).Order("id").Find(&evs).Error
+	if err != nil {
+		return nil, unavailable(fmt.Sprintf("events of %s", id), err)
+	}
+	return evs, nil
+}
+
+// Attempts returns an operation's attempts in order.
+func (l *Ledger) Attempts(ctx context.Context, id string) ([]Attempt, error) {
+	var out []Attempt
+	if err := l.db.WithContext(ctx).Where("operation_id = ?", id).Order("number").Find(&out).Error; err != nil {
+		return nil, unavailable(fmt.Sprintf("attempts of %s", id), err)
+	}
+	return out, nil
+}
+
+// scope returns a query on the ledger's database bound to ctx; helpers for sibling files.
+func (l *Ledger) scope(ctx context.Context) *gorm.DB { return l.db.WithContext(ctx) }

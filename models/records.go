@@ -1,0 +1,114 @@
+package models
+
+import (
+	"strings"
+	"time"
+)
+
+// Tenant is an isolated customer of the gateway. Its name is its identity.
+type Tenant struct {
+	Name      string `gorm:"column:name;primaryKey"`
+	CreatedAt time.Time
+}
+
+// Principal is an agent identity within a tenant; every API key belongs to one.
+type Principal struct {
+	ID        string `gorm:"primaryKey"`
+	Tenant    string
+	Name      string
+	CreatedAt time.Time
+}
+
+// APIKey is stored as a hash; Prefix is its first characters, kept to name and revoke it.
+type APIKey struct {
+	ID          string `gorm:"primaryKey"`
+	Tenant      string
+	PrincipalID string
+	Prefix      string
+	Hash        string
+	Tools       string // comma-separated tool names, or "*"
+	CreatedAt   time.Time
+	RevokedAt   *time.Time
+}
+
+// TableName keeps GORM off its pluralisation guesses.
+func (APIKey) TableName() string { return "api_keys" }
+
+// AllowsTool reports whether the key may use the named tool.
+func (k *APIKey) AllowsTool(name string) bool { return toolListAllows(k.Tools, name) }
+
+func toolListAllows(list, name string) bool {
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t == "*" || t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Operation is one logical action an agent asked for: (tenant, key) → tool + params.
+type Operation struct {
+	ID               string `gorm:"primaryKey"`
+	Tenant           string
+	Key              string `gorm:"column:op_key"`
+	Tool             string
+	Fingerprint      string
+	Params           *string // canonical JSON as sent downstream; nil once purged by retention
+	Result           *string // the downstream's 2xx body as JSON; nil when none
+	State            State
+	ErrorClass       *string
+	ErrorMessage     *string
+	DownstreamStatus *int
+	DownstreamRef    *string
+	Attempts         int
+	Ambiguous        bool // some attempt had an ambiguous outcome: exhaustion leads to UNKNOWN
+	NextAttemptAt    *time.Time
+	LeaseOwner       *string
+	LeaseExpiresAt   *time.Time
+	Fence            int64
+	PrincipalID      string
+	APIKeyID         string `gorm:"column:api_key_id"`
+	WorkflowRunID    *string
+	StepID           *string
+	Compensates      *string
+	CompensatedBy    *string
+	ReviewID         *string
+	UnknownSince     *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	CompletedAt      *time.Time
+	PurgedAt         *time.Time
+}
+
+// Attempt is one try at the downstream call. Its id is the X-Request-Id sent downstream.
+type Attempt struct {
+	ID               string `gorm:"primaryKey"`
+	OperationID      string
+	Number           int
+	Fence            int64
+	Worker           string
+	StartedAt        time.Time
+	FinishedAt       *time.Time
+	Class            *string
+	DownstreamStatus *int
+	LatencyMS        *int64 `gorm:"column:latency_ms"`
+	Error            *string
+	TraceID          *string
+}
+
+// Event is one line of an operation's timeline, written in the same transaction as the change
+// it records.
+type Event struct {
+	ID          int64 `gorm:"primaryKey;autoIncrement"`
+	OperationID string
+	Tenant      string
+	At          time.Time
+	Type        string
+	FromState   *State
+	ToState     *State
+	Attempt     *int
+	Actor       string
+	Detail      *string // JSON object
+}
+
+func ptr[T any](v T) *T { return &v }

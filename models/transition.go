@@ -1,0 +1,83 @@
+package models
+
+import (
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// change is one state transition: a compare-and-set on the current state (and on the fencing
+// token when a worker writes) plus its event, in the caller's transaction.
+type change struct {
+	from, to State
+	// fence, when non-zero, must still be the operation's token: a worker whose lease was
+	// taken over can record nothing.
+	fence   int64
+	actor   string
+	event   string // default EventStateChanged
+	attempt int
+	detail  map[string]any
+	// apply sets the columns this change writes besides the common ones; it returns their
+	// names.
+	apply func(op *Operation) []string
+}
+
+// transition writes c against op (which must hold the current row) and updates op in place.
+// Zero rows touched means someone else decided first: CodeStale.
+func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change) error {
+	if !CanTransition(c.from, c.to) {
+		return fmt.Errorf("ledger: illegal transition %s → %s for %s", c.from, c.to, op.ID)
+	}
+	next := *op
+	next.State, next.UpdatedAt = c.to, now
+	cols := []string{"state", "updated_at"}
+	if c.from == StateRunning {
+		next.LeaseOwner, next.LeaseExpiresAt = nil, nil
+		cols = append(cols, "lease_owner", "lease_expires_at")
+	}
+	switch {
+	case c.to.Terminal():
+		next.CompletedAt, next.NextAttemptAt = ptr(now), nil
+		cols = append(cols, "completed_at", "next_attempt_at")
+	case c.to == StateUnknown:
+		next.UnknownSince, next.NextAttemptAt = ptr(now), nil
+		cols = append(cols, "unknown_since", "next_attempt_at")
+	}
+	if c.apply != nil {
+		cols = append(cols, c.apply(&next)...)
+	}
+	q := tx.Model(&Operation{}).Where("id = ? AND state = ?", op.ID, c.from)
+	if c.fence != 0 {
+		q = q.Where("fence = ?", c.fence)
+	}
+	res := q.Select(cols).Updates(&next)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return &Error{Code: CodeStale, Op: op,
+			Message: fmt.Sprintf("operation %s is no longer %s (or its lease was taken over)", op.ID, c.from)}
+	}
+	ev := c.event
+	if ev == "" {
+		ev = EventStateChanged
+	}
+	if err := l.appendEvent(tx, now, eventInput{op: op, typ: ev, from: c.from, to: c.to,
+		attempt: c.attempt, actor: c.actor, detail: c.detail}); err != nil {
+		return err
+	}
+	*op = next
+	return nil
+}
+
+// setError returns an apply func recording an error on the operation.
+func setError(class, message string, status int) func(op *Operation) []string {
+	return func(op *Operation) []string {
+		op.ErrorClass, op.ErrorMessage = ptr(class), ptr(message)
+		if status != 0 {
+			op.DownstreamStatus = ptr(status)
+		}
+		return []string{"error_class", "error_message", "downstream_status"}
+	}
+}
