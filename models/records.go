@@ -74,10 +74,12 @@ type Operation struct {
 	CompensatedBy    *string
 	ReviewID         *string
 	UnknownSince     *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	CompletedAt      *time.Time
-	PurgedAt         *time.Time
+	// The ledger sets both timestamps itself, from its injected clock, so the value
+	// answered to the agent is the value stored.
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
+	CompletedAt *time.Time
+	PurgedAt    *time.Time
 }
 
 // Attempt is one try at the downstream call. Its id is the X-Request-Id sent downstream.

@@ -1,0 +1,196 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FileError is one problem found in the tools file. Load returns every problem it finds, joined
+// with errors.Join, so an operator can fix the whole file in one pass; errors.As finds the first.
+type FileError struct {
+	Tool  string // the tool's name, "" when it has no valid name
+	Index int    // 1-based position of the tool in the file, 0 for file-level problems
+	Line  int    // line of the tool in the file, 0 when unknown
+	Field string // path of the field, e.g. "http.timeout", "" for the tool as a whole
+	Err   error
+}
+
+// Error formats the problem as `tools file: tool "tickets.create": http.timeout: ...`.
+func (e *FileError) Error() string {
+	msg := "tools file: "
+	switch {
+	case e.Tool != "":
+		msg += fmt.Sprintf("tool %q: ", e.Tool)
+	case e.Index > 0 && e.Line > 0:
+		msg += fmt.Sprintf("tool #%d (line %d): ", e.Index, e.Line)
+	case e.Index > 0:
+		msg += fmt.Sprintf("tool #%d: ", e.Index)
+	}
+	if e.Field != "" {
+		msg += e.Field + ": "
+	}
+	return msg + e.Err.Error()
+}
+
+// Unwrap returns the underlying problem.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// LoadFile reads and validates the tools file at path; see Load.
+func LoadFile(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tools file: %w", err)
+	}
+	return Load(data)
+}
+
+// Load parses the YAML tools file (SPEC §4), validates every tool, applies the defaults and
+// compiles schemas and templates once, so nothing about a tool can fail later for reasons the
+// file alone decides. The error names the tool and the field of every problem found.
+func Load(data []byte) (*Catalog, error) {
+	items, err := toolNodes(data)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	tools := make([]*Tool, 0, len(items))
+	for i, node := range items {
+		t, terrs := buildTool(node, i+1)
+		errs = append(errs, terrs...)
+		if t != nil {
+			tools = append(tools, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c, errs := link(tools)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// toolNodes returns the items of the top-level "tools" list, rejecting any other top-level field.
+func toolNodes(data []byte) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FileError{Err: errors.New("empty file")}
+		}
+		return nil, &FileError{Err: fmt.Errorf("invalid YAML: %w", err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &FileError{Err: errors.New("more than one YAML document")}
+	}
+	if len(doc.Content) == 0 {
+		return nil, &FileError{Err: errors.New("empty file")}
+	}
+	root := resolveAlias(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return nil, &FileError{Err: fmt.Errorf("expected a mapping with a tools list, got %s", describeNode(root))}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		switch {
+		case k.Value != "tools":
+			return nil, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
+		case i > 0:
+			return nil, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
+		}
+	}
+	list := mappingValue(root, "tools")
+	if list == nil || isNull(list) {
+		return nil, &FileError{Field: "tools", Err: errors.New("required")}
+	}
+	if list.Kind != yaml.SequenceNode {
+		return nil, &FileError{Field: "tools", Err: fmt.Errorf("expected a list, got %s", describeNode(list))}
+	}
+	if len(list.Content) == 0 {
+		return nil, &FileError{Field: "tools", Err: errors.New("no tools declared")}
+	}
+	return list.Content, nil
+}
+
+// buildTool decodes and validates one tool. It returns the tool only when it has no errors.
+func buildTool(node *yaml.Node, index int) (*Tool, []error) {
+	ec := &collector{index: index, line: resolveAlias(node).Line}
+	if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode && nameRE.MatchString(n.Value) {
+		ec.tool = n.Value // label errors with the name as soon as it is usable
+	}
+	var raw rawTool
+	if err := decodeStrict(node, &raw); err != nil {
+		var pe *pathError
+		if errors.As(err, &pe) {
+			ec.add(pe.path, pe.err)
+		} else {
+			ec.add("", err)
+		}
+		return nil, ec.errs
+	}
+	t := validateTool(&raw, ec)
+	if len(ec.errs) > 0 {
+		return nil, ec.errs
+	}
+	return t, nil
+}
+
+// link checks what concerns several tools (unique names, compensation targets) and indexes them.
+func link(tools []*Tool) (*Catalog, []error) {
+	c := &Catalog{tools: tools, byWire: make(map[string]*Tool, len(tools))}
+	index := make(map[*Tool]int, len(tools))
+	var errs []error
+	for i, t := range tools {
+		wire := wireName(t.Name)
+		if prev, ok := c.byWire[wire]; ok {
+			err := fmt.Errorf("declared twice (first as tool #%d)", index[prev])
+			if prev.Name != t.Name {
+				err = fmt.Errorf("clashes with tool %q once each \".\" is written \"__\"", prev.Name)
+			}
+			errs = append(errs, &FileError{Tool: t.Name, Index: i + 1, Field: "name", Err: err})
+			continue
+		}
+		c.byWire[wire] = t
+		index[t] = i + 1
+	}
+	for i, t := range tools {
+		if t.Compensation == nil {
+			continue
+		}
+		target, ok := c.Get(t.Compensation.Tool)
+		switch {
+		case !ok:
+			errs = append(errs, &FileError{Tool: t.Name, Index: i + 1, Field: "compensation.tool",
+				Err: fmt.Errorf("unknown tool %q", t.Compensation.Tool)})
+		case target == t:
+			errs = append(errs, &FileError{Tool: t.Name, Index: i + 1, Field: "compensation.tool",
+				Err: errors.New("a tool cannot compensate itself")})
+		default:
+			t.Compensation.Tool = target.Name // store the dotted spelling
+		}
+	}
+	return c, errs
+}
+
+// collector gathers the problems of one tool, labelled with the tool.
+type collector struct {
+	tool  string
+	index int
+	line  int
+	errs  []error
+}
+
+func (c *collector) add(field string, err error) {
+	c.errs = append(c.errs, &FileError{Tool: c.tool, Index: c.index, Line: c.line, Field: field, Err: err})
+}
+
+func (c *collector) addf(field, format string, args ...any) {
+	c.add(field, fmt.Errorf(format, args...))
+}

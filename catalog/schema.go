@@ -1,0 +1,152 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compileParamsSchema turns the params_schema as decoded from YAML into JSON values and compiles
+// it as JSON Schema 2020-12. Problems are recorded in ec; the results are nil then.
+func compileParamsSchema(name string, raw any, ec *collector) (map[string]any, *jsonschema.Schema) {
+	if raw == nil {
+		ec.addf("params_schema", "required")
+		return nil, nil
+	}
+	v, err := toJSONValue(raw)
+	if err != nil {
+		ec.add("params_schema", err)
+		return nil, nil
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		ec.addf("params_schema", "expected a mapping")
+		return nil, nil
+	}
+	if typ, _ := doc["type"].(string); typ != "object" {
+		ec.addf("params_schema", `the top level must be "type: object" (params are a JSON object)`)
+		return nil, nil
+	}
+	sch, err := compileSchema(name, doc)
+	if err != nil {
+		ec.add("params_schema", err)
+		return nil, nil
+	}
+	return doc, sch
+}
+
+func compileSchema(name string, doc map[string]any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	// An operator who writes "format: email" expects it enforced; 2020-12 only annotates by default.
+	c.AssertFormat()
+	// Every $ref must resolve inside the schema: compiling must not read files or the network.
+	c.UseLoader(noLoader{})
+	loc := "urn:idemgate:tool:" + url.PathEscape(name) + ":params_schema"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("invalid schema: %s", schemaProblem(err))
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schema: %s", schemaProblem(err))
+	}
+	return sch, nil
+}
+
+// schemaProblem says what is wrong with a schema in one line: for a schema that fails the
+// metaschema, the failed checks with their places in the schema, not the whole error tree.
+func schemaProblem(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &sve) || !errors.As(sve.Err, &verr) {
+		return oneLine(err)
+	}
+	var msgs []string
+	collectLeaves(verr, func(pe ParamError) {
+		msgs = append(msgs, fmt.Sprintf("at %q: %s", pe.Pointer, pe.Message))
+	})
+	return strings.Join(msgs, "; ")
+}
+
+// noLoader refuses to load any schema that is not part of the tools file.
+type noLoader struct{}
+
+func (noLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("external schema %q is not allowed: $ref must point inside params_schema", u)
+}
+
+// oneLine flattens the multi-line errors of jsonschema into a single line for the start-up message.
+func oneLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "- "))
+	}
+	return strings.Join(lines, "; ")
+}
+
+// toJSONValue converts a value decoded from YAML into the values encoding/json produces with
+// UseNumber: map[string]any, []any, string, bool, json.Number and nil. YAML allows non-string
+// keys and values JSON cannot hold (.inf, .nan); those are errors here, not surprises later.
+func toJSONValue(v any) (any, error) {
+	v, err := stringKeys(v, "")
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("not representable as JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("not representable as JSON: %w", err)
+	}
+	return out, nil
+}
+
+func stringKeys(v any, path string) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			c, err := stringKeys(e, path+"/"+escapeToken(k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("at %q: mapping key %v is not a string", path, k)
+			}
+			c, err := stringKeys(e, path+"/"+escapeToken(ks))
+			if err != nil {
+				return nil, err
+			}
+			out[ks] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, err := stringKeys(e, fmt.Sprintf("%s/%d", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/idemgate/idemgate/models"
+)
+
+// openLedger opens and migrates the database (every command does, SPEC §9) and returns the
+// ledger with a function that closes it.
+func (env *environment) openLedger(ctx context.Context) (*models.Ledger, func(), error) {
+	db, dialect, err := models.Open(ctx, env.getenv("IDEMGATE_DATABASE_URL"))
+	if err != nil {
+		return nil, nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := models.Migrate(ctx, db, dialect); err != nil {
+		sqlDB.Close()
+		return nil, nil, err
+	}
+	return models.New(db, dialect, nil), func() { sqlDB.Close() }, nil
+}
+
+func (env *environment) migrate(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("migrate takes no arguments")
+	}
+	_, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	fmt.Fprintf(env.stdout, "schema at version %d\n", models.SchemaVersion())
+	return nil
+}
+
+func (env *environment) tenant(ctx context.Context, args []string) error {
+	if len(args) != 2 || args[0] != "create" {
+		return fmt.Errorf("usage: idemgate tenant create NAME")
+	}
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	t, err := l.CreateTenant(ctx, args[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "tenant %s created\n", t.Name)
+	return nil
+}
+
+func (env *environment) apikey(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: idemgate apikey create|revoke …")
+	}
+	switch args[0] {
+	case "create":
+		return env.apikeyCreate(ctx, args[1:])
+	case "revoke":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: idemgate apikey revoke PREFIX")
+		}
+		l, closeDB, err := env.openLedger(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		k, err := l.RevokeAPIKey(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "API key %s… of tenant %s revoked\n", k.Prefix, k.Tenant)
+		return nil
+	}
+	return fmt.Errorf("unknown apikey command %q", args[0])
+}
+
+func (env *environment) apikeyCreate(ctx context.Context, args []string) error {
+	fs := newFlagSet("apikey create", env.stderr)
+	tenant := fs.String("tenant", "", "tenant name (required)")
+	principal := fs.String("principal", "", "agent identity the key belongs to (required)")
+	tools := fs.String("tools", "*", "comma-separated tools the key may use, or * for all")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tenant == "" || *principal == "" || fs.NArg() > 0 {
+		return fmt.Errorf("usage: idemgate apikey create --tenant NAME --principal NAME [--tools a,b|*]")
+	}
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	k, err := l.CreateAPIKey(ctx, *tenant, *principal, strings.Split(*tools, ","))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "API key for %s/%s (tools: %s), shown once:\n%s\n", *tenant, *principal, k.Key.Tools, k.Secret)
+	return nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

@@ -1,0 +1,73 @@
+// Command idemgate is the execution gateway: `idemgate serve` runs the API and the recovery
+// jobs; the other subcommands administer the ledger (SPEC §9).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "idemgate:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `idemgate — an execution gateway that makes agents' state-changing tool calls safe to retry.
+
+Usage:
+  idemgate serve [--demo] [--addr ADDR] [--tools FILE]   run the API, console and recovery jobs
+  idemgate worker [--tools FILE]                          run the recovery jobs only
+  idemgate migrate                                        apply pending schema migrations
+  idemgate tenant create NAME
+  idemgate apikey create --tenant NAME --principal NAME [--tools a,b|*]
+  idemgate apikey revoke PREFIX
+
+Environment:
+  IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db)
+  IDEMGATE_ADDR          listen address (default 127.0.0.1:8080)
+  IDEMGATE_TOOLS         tools file (default: the built-in demo catalogue)
+  IDEMGATE_DEMO=1        same as --demo
+  IDEMGATE_LOG_LEVEL     debug, info, warn or error (default info)
+`
+
+// run is the whole program, with its environment passed in so tests can drive it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("no command given")
+	}
+	env := &environment{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	switch args[0] {
+	case "serve":
+		return env.serve(ctx, args[1:], true)
+	case "worker":
+		return env.serve(ctx, args[1:], false)
+	case "migrate":
+		return env.migrate(ctx, args[1:])
+	case "tenant":
+		return env.tenant(ctx, args[1:])
+	case "apikey":
+		return env.apikey(ctx, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// environment is what every subcommand reads and writes.
+type environment struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}

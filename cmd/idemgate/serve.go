@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/web"
+	"golang.org/x/sync/errgroup"
+)
+
+// shutdownGrace is how long requests and attempts in flight may take to finish at shutdown.
+const shutdownGrace = 10 * time.Second
+
+// serve runs `idemgate serve` (withHTTP) or `idemgate worker`.
+func (env *environment) serve(ctx context.Context, args []string, withHTTP bool) error {
+	fs := newFlagSet("serve", env.stderr)
+	demo := fs.Bool("demo", env.getenv("IDEMGATE_DEMO") == "1", "create a demo tenant, API key and sandbox downstream")
+	addr := fs.String("addr", orDefault(env.getenv("IDEMGATE_ADDR"), "127.0.0.1:8080"), "listen address")
+	toolsFile := fs.String("tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
+	rateLimit := fs.Float64("rate-limit", 100, "requests per second per principal (0: unlimited)")
+	poll := fs.Duration("poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL"))
+
+	var ln net.Listener
+	baseURL := "http://" + *addr
+	if withHTTP {
+		var err error
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", *addr, err)
+		}
+		defer ln.Close()
+		baseURL = "http://" + ln.Addr().String()
+	}
+	cat, err := loadCatalog(*toolsFile, baseURL+"/sandbox")
+	if err != nil {
+		return err
+	}
+	ledger, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), Log: log})
+	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { dispatcher.Run(gctx); return nil })
+	if withHTTP {
+		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log}
+		if *demo {
+			cfg.Sandbox = sandbox.New()
+			if err := env.setUpDemo(ctx, ledger, baseURL); err != nil {
+				return err
+			}
+		}
+		e := web.New(cfg)
+		g.Go(func() error { return web.Serve(gctx, e, ln, shutdownGrace) })
+		fmt.Fprintf(env.stdout, "idemgate listening on %s (worker %s, %s ledger)\n", baseURL, exec.Worker(), ledger.Dialect())
+	} else {
+		fmt.Fprintf(env.stdout, "idemgate worker %s running (%s ledger)\n", exec.Worker(), ledger.Dialect())
+	}
+	err = g.Wait()
+	// HTTP has stopped and the dispatcher claims nothing more; let attempts in flight finish.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	exec.Shutdown(sctx)
+	return err
+}
+
+func loadCatalog(file, sandboxURL string) (*catalog.Catalog, error) {
+	if file == "" {
+		return catalog.Demo(sandboxURL), nil
+	}
+	return catalog.LoadFile(file)
+}
+
+// demoKeySetting keeps the demo API key so a restarted demo can print it again. Only the demo
+// tenant's key is ever kept in clear, and only because --demo asked for a playground.
+const demoKeySetting = "demo.api_key"
+
+func (env *environment) setUpDemo(ctx context.Context, l *models.Ledger, baseURL string) error {
+	if _, err := l.CreateTenant(ctx, "demo"); err != nil && models.ErrorCode(err) != models.CodeConflict {
+		return err
+	}
+	secret, err := l.Setting(ctx, demoKeySetting)
+	if err != nil {
+		return err
+	}
+	if secret == "" {
+		k, err := l.CreateAPIKey(ctx, "demo", "demo-agent", nil)
+		if err != nil {
+			return err
+		}
+		if secret, err = l.EnsureSetting(ctx, demoKeySetting, k.Secret); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.stdout, `
+Demo tenant "demo" is ready.
+  API key:  %[2]s
+  Sandbox:  %[1]s/sandbox/   (the downstream the demo tools call; inject faults there)
+
+Try a refund (run it twice: the second answer is a replay, and the sandbox counts one refund):
+  curl -s %[1]s/v1/operations \
+    -H 'Authorization: Bearer %[2]s' \
+    -H 'Idempotency-Key: order-1042:refund' \
+    -H 'Content-Type: application/json' \
+    -d '{"tool":"refunds.issue","params":{"order_id":"1042","amount_cents":1999,"currency":"EUR"}}'
+
+`, baseURL, secret)
+	return nil
+}
+
+func workerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewAttemptID()[len("att_")+20:])
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.ToUpper(orDefault(level, "info")))); err != nil {
+		lv = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv}))
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

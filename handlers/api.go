@@ -1,0 +1,183 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/fingerprint"
+	"github.com/idemgate/idemgate/headers"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/problems"
+	"github.com/labstack/echo/v4"
+)
+
+// MaxBodyBytes bounds a request body (SPEC §5).
+const MaxBodyBytes = 1 << 20
+
+// API serves the agent JSON API.
+type API struct {
+	Ledger   *models.Ledger
+	Catalog  *catalog.Catalog
+	Executor *jobs.Executor
+	Limiter  *RateLimiter
+}
+
+// operationRequest is the body of POST /v1/operations.
+type operationRequest struct {
+	Tool          string          `json:"tool"`
+	Params        json.RawMessage `json:"params"`
+	WorkflowRunID string          `json:"workflow_run_id"`
+	StepID        string          `json:"step_id"`
+}
+
+// CreateOperation handles POST /v1/operations, with the checks in the order of SPEC §5.
+func (a *API) CreateOperation(c echo.Context) error {
+	caller := CallerFrom(c.Request().Context())
+	if !a.Limiter.Allow(caller.PrincipalID) {
+		return &Problem{Slug: problems.RateLimited, RetryAfter: 1, Detail: "too many requests for this principal; retry with the same Idempotency-Key"}
+	}
+	key, err := headers.ParseIdempotencyKey(c.Request().Header.Values("Idempotency-Key"))
+	if err != nil {
+		return keyProblem(err)
+	}
+	req, err := decodeOperationRequest(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	tool, params, err := a.checkCall(caller, req.Tool, req.Params)
+	if err != nil {
+		return err
+	}
+	prefer := headers.ParsePrefer(c.Request().Header.Values("Prefer"))
+	res, err := a.Executor.Submit(c.Request().Context(), jobs.SubmitRequest{
+		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
+		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: prefer.Wait,
+	})
+	if err != nil {
+		return err
+	}
+	if prefer.Applied != "" {
+		c.Response().Header().Set("Preference-Applied", prefer.Applied)
+	}
+	return a.answer(c, res)
+}
+
+// checkCall finds the tool, checks the caller may use it and that params match its schema.
+// It returns the tool and the canonical params.
+func (a *API) checkCall(caller *models.Caller, name string, params json.RawMessage) (*catalog.Tool, []byte, error) {
+	tool, ok := a.Catalog.Get(name)
+	if !ok {
+		return nil, nil, problem(problems.UnknownTool, "no tool named %q in the catalogue", name)
+	}
+	if !caller.AllowsTool(tool.Name) {
+		return nil, nil, problem(problems.ToolForbidden, "this API key may not use tool %q", tool.Name)
+	}
+	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
+		params = json.RawMessage("{}")
+	}
+	value, err := decodeValue(params)
+	if err != nil {
+		return nil, nil, problem(problems.MalformedBody, "params: %v", err)
+	}
+	if errs := tool.ValidateParams(value); len(errs) > 0 {
+		return nil, nil, &Problem{Slug: problems.InvalidParams, Errors: errs,
+			Detail: fmt.Sprintf("params do not match the schema of %s", tool.Name)}
+	}
+	return tool, params, nil
+}
+
+// decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate
+// names, valid UTF-8, numbers exact as doubles), an object with known members. The params it
+// returns are already canonical (a member of canonical JSON is canonical).
+func decodeOperationRequest(body io.Reader) (operationRequest, error) {
+	raw, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
+	if err != nil {
+		return operationRequest{}, problem(problems.MalformedBody, "reading the body: %v", err)
+	}
+	if len(raw) > MaxBodyBytes {
+		return operationRequest{}, problem(problems.BodyTooLarge, "the body is larger than %d bytes", MaxBodyBytes)
+	}
+	canon, err := fingerprint.Normalize(raw)
+	if err != nil {
+		return operationRequest{}, problem(problems.MalformedBody, "%v", err)
+	}
+	var req operationRequest
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return operationRequest{}, problem(problems.MalformedBody, "the body must be an object with tool, params, workflow_run_id and step_id: %v", err)
+	}
+	switch {
+	case req.Tool == "":
+		return req, problem(problems.MalformedBody, "tool is required")
+	case len(req.WorkflowRunID) > 255 || len(req.StepID) > 255:
+		return req, problem(problems.MalformedBody, "workflow_run_id and step_id are at most 255 bytes")
+	case len(req.Params) > 0 && req.Params[0] != '{' && !bytes.Equal(req.Params, []byte("null")):
+		return req, problem(problems.MalformedBody, "params must be a JSON object")
+	}
+	return req, nil
+}
+
+func decodeValue(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func keyProblem(err error) *Problem {
+	if errors.Is(err, headers.ErrKeyMissing) {
+		return problem(problems.IdempotencyKeyMissing, "send an Idempotency-Key header naming this logical operation, stable across retries")
+	}
+	return &Problem{Slug: problems.IdempotencyKeyInvalid, Detail: err.Error(), Err: err}
+}
+
+// answer renders the outcome of a submit as the table of SPEC §5 says.
+func (a *API) answer(c echo.Context, res jobs.SubmitResult) error {
+	op := res.Op
+	location := "/v1/operations/" + op.ID
+	h := c.Response().Header()
+	switch {
+	case res.Created && op.State.Terminal():
+		return c.JSON(http.StatusCreated, renderOperation(a.Catalog, op))
+	case res.Created:
+		h.Set("Location", location)
+		h.Set("Retry-After", strconv.Itoa(retryAfter(op)))
+		return c.JSON(http.StatusAccepted, renderOperation(a.Catalog, op))
+	case op.State.Terminal():
+		h.Set("Idempotent-Replayed", "true")
+		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+	}
+	p := &Problem{Op: op, Location: location, RetryAfter: retryAfter(op)}
+	switch op.State {
+	case models.StateUnknown:
+		p.Slug, p.Detail = problems.OperationUncertain, "the downstream may have performed this operation; idemgate is reconciling it. Poll the operation; do not retry with a new key."
+	case models.StateAwaitingApproval:
+		p.Slug, p.Detail = problems.OperationAwaitingApproval, "this operation waits for a reviewer's approval. Poll the operation."
+	default:
+		p.Slug, p.Detail = problems.OperationInProgress, "this operation is still running. Poll the operation or retry with the same key."
+	}
+	return p
+}
+
+// retryAfter suggests when to look again: when the next attempt is due, else soon.
+func retryAfter(op *models.Operation) int {
+	if op.NextAttemptAt != nil {
+		if d := time.Until(*op.NextAttemptAt); d > time.Second {
+			return int(d.Seconds() + 0.999)
+		}
+	}
+	if op.State == models.StateAwaitingApproval || op.State == models.StateUnknown {
+		return 5
+	}
+	return 1
+}

@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/problems"
+	"github.com/labstack/echo/v4"
+)
+
+// visible returns the caller's operation id: another tenant's, or one of a tool the key may
+// not use, is not found, exactly as a missing one, so nothing leaks.
+func (a *API) visible(c echo.Context, id string) (*models.Operation, error) {
+	caller := CallerFrom(c.Request().Context())
+	op, err := a.Ledger.Get(c.Request().Context(), caller.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if !caller.AllowsTool(op.Tool) {
+		return nil, problem(problems.NotFound, "no such operation")
+	}
+	return op, nil
+}
+
+// GetOperation handles GET /v1/operations/{id}.
+func (a *API) GetOperation(c echo.Context) error {
+	op, err := a.visible(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+}
+
+type listJSON struct {
+	Operations []operationJSON `json:"operations"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+// ListOperations handles GET /v1/operations: by key (how an agent resumes after a restart),
+// or a filtered page, newest first.
+func (a *API) ListOperations(c echo.Context) error {
+	caller := CallerFrom(c.Request().Context())
+	if c.QueryParams().Has("key") {
+		op, err := a.Ledger.GetByKey(c.Request().Context(), caller.Tenant, c.QueryParam("key"))
+		if err != nil {
+			return err
+		}
+		if !caller.AllowsTool(op.Tool) {
+			return problem(problems.NotFound, "no such operation")
+		}
+		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+	}
+	f, err := listFilter(c, caller)
+	if err != nil {
+		return err
+	}
+	ops, more, err := a.Ledger.List(c.Request().Context(), caller.Tenant, f)
+	if err != nil {
+		return err
+	}
+	out := listJSON{Operations: make([]operationJSON, 0, len(ops))}
+	for _, op := range ops {
+		out.Operations = append(out.Operations, renderOperation(a.Catalog, op))
+	}
+	if more {
+		cur := base64.RawURLEncoding.EncodeToString([]byte(ops[len(ops)-1].ID))
+		out.NextCursor = &cur
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func listFilter(c echo.Context, caller *models.Caller) (models.ListFilter, error) {
+	f := models.ListFilter{Limit: 50, State: models.State(c.QueryParam("state")), Tool: c.QueryParam("tool"),
+		WorkflowRunID: c.QueryParam("workflow_run_id")}
+	if f.State != "" && !f.State.Valid() {
+		return f, problem(problems.InvalidQuery, "state must be one of PENDING, AWAITING_APPROVAL, RUNNING, SUCCEEDED, FAILED_FINAL, UNKNOWN")
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return f, problem(problems.InvalidQuery, "limit must be an integer from 1 to 500")
+		}
+		f.Limit = n
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || len(b) == 0 {
+			return f, problem(problems.InvalidQuery, "cursor is not one this API returned")
+		}
+		f.Before = string(b)
+	}
+	if !caller.AllowsTool("*") {
+		f.Tools = strings.Split(caller.Key.Tools, ",")
+	}
+	return f, nil
+}
+
+// Events handles GET /v1/operations/{id}/events.
+func (a *API) Events(c echo.Context) error {
+	op, err := a.visible(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	evs, err := a.Ledger.Events(c.Request().Context(), op.Tenant, op.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]eventJSON, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, renderEvent(e))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": out})
+}
+
+// Cancel handles POST /v1/operations/{id}/cancel.
+func (a *API) Cancel(c echo.Context) error {
+	op, err := a.visible(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	op, err = a.Ledger.Cancel(c.Request().Context(), op.Tenant, op.ID, CallerFrom(c.Request().Context()).Actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+}
+
+// Tools handles GET /v1/tools: the caller's tools, in the format asked for.
+func (a *API) Tools(c echo.Context) error {
+	caller := CallerFrom(c.Request().Context())
+	var mine []*catalog.Tool
+	for _, t := range a.Catalog.Tools() {
+		if caller.AllowsTool(t.Name) {
+			mine = append(mine, t)
+		}
+	}
+	out, err := catalog.Definitions(mine, c.QueryParam("format"))
+	if err != nil {
+		return &Problem{Slug: problems.UnsupportedFormat, Detail: "format must be openai, anthropic or mcp (or absent)", Err: err}
+	}
+	return c.JSON(http.StatusOK, out)
+}

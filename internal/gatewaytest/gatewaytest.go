@@ -1,0 +1,256 @@
+// Package gatewaytest starts a whole gateway for end-to-end tests: a real database of its own
+// (PostgreSQL or SQLite), the real executor and dispatcher, the real HTTP stack on a loopback
+// port, and the sandbox downstream on another, which counts the side effects it commits.
+package gatewaytest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/web"
+)
+
+// Tools is the test catalogue; {{SANDBOX}} becomes the sandbox's URL. Timings are short so
+// retries happen within a test's patience.
+const Tools = `
+tools:
+  - name: tickets.create
+    description: Create a support ticket
+    effect: write
+    params_schema:
+      type: object
+      required: [subject]
+      additionalProperties: false
+      properties:
+        subject: {type: string, maxLength: 200}
+        body: {type: string}
+        priority: {type: string}
+    http:
+      url: "{{SANDBOX}}/tickets"
+      timeout: 1s
+      idempotency_header: Idempotency-Key
+      result_reference: /id
+    reconcile:
+      url: "{{SANDBOX}}/tickets?reference={{.OperationID}}"
+      settle: 200ms
+    retry: {max_attempts: 4, initial_backoff: 20ms, max_backoff: 200ms}
+    compensation:
+      tool: tickets.close
+      params: {ticket_id: "{{.Result.id}}", reason: "compensation for {{.OperationID}}"}
+  - name: tickets.close
+    description: Close a ticket
+    effect: idempotent
+    params_schema:
+      type: object
+      required: [ticket_id]
+      properties:
+        ticket_id: {type: string}
+        reason: {type: string}
+    http:
+      url: "{{SANDBOX}}/tickets/{{.Params.ticket_id}}/close"
+      timeout: 1s
+  - name: refunds.issue
+    description: Refund an order
+    effect: write
+    params_schema:
+      type: object
+      required: [order_id, amount_cents, currency]
+      additionalProperties: false
+      properties:
+        order_id: {type: string}
+        amount_cents: {type: integer, minimum: 1}
+        currency: {type: string, pattern: "^[A-Z]{3}$"}
+        card_number: {type: string}
+    sensitive_params: [card_number]
+    http:
+      url: "{{SANDBOX}}/refunds"
+      timeout: 1s
+      result_reference: /id
+    reconcile:
+      url: "{{SANDBOX}}/refunds?reference={{.OperationID}}"
+      settle: 200ms
+    retry: {max_attempts: 3, initial_backoff: 20ms, max_backoff: 2s}
+  - name: email.send
+    description: Send an email
+    effect: write
+    params_schema:
+      type: object
+      required: [to, subject, body]
+      properties:
+        to: {type: string}
+        subject: {type: string}
+        body: {type: string}
+    http:
+      url: "{{SANDBOX}}/emails"
+      timeout: 1s
+  - name: payments.payout
+    description: Pay out money; needs a reviewer's approval
+    effect: write
+    params_schema:
+      type: object
+      required: [order_id, amount_cents, currency]
+      properties:
+        order_id: {type: string}
+        amount_cents: {type: integer}
+        currency: {type: string}
+    http:
+      url: "{{SANDBOX}}/refunds"
+      timeout: 1s
+    review: {require_approval: true}
+`
+
+// Gateway is a running gateway under test.
+type Gateway struct {
+	URL      string
+	Key      string // an API key of tenant "acme" for every tool
+	Tenant   string
+	Ledger   *models.Ledger
+	Sandbox  *sandbox.Sandbox
+	Catalog  *catalog.Catalog
+	Executor *jobs.Executor
+	Client   *http.Client
+}
+
+// Start runs a gateway on engine d until the test ends.
+func Start(t testing.TB, d models.Dialect) *Gateway {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sb := sandbox.New()
+	sbSrv := httptest.NewServer(sb)
+	cat, err := catalog.Load([]byte(strings.ReplaceAll(Tools, "{{SANDBOX}}", sbSrv.URL)))
+	if err != nil {
+		t.Fatalf("gatewaytest: catalogue: %v", err)
+	}
+	ledger := testdb.Ledger(t, d)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Log: log})
+	disp := jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 16, log)
+	done := make(chan struct{})
+	go func() { disp.Run(ctx); close(done) }()
+	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(0, 0), Log: log})
+	srv := httptest.NewServer(e)
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		<-done
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		exec.Shutdown(sctx)
+		sb.ClearFaults()
+		sbSrv.Close()
+	})
+	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: ledger, Sandbox: sb, Catalog: cat, Executor: exec,
+		Client: &http.Client{Timeout: 90 * time.Second}}
+	g.Key = g.NewTenant(t, "acme", "agent", nil)
+	return g
+}
+
+// NewTenant creates tenant (unless it exists) and returns a new key of principal for tools
+// (nil: all).
+func (g *Gateway) NewTenant(t testing.TB, tenant, principal string, tools []string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := g.Ledger.CreateTenant(ctx, tenant); err != nil && models.ErrorCode(err) != models.CodeConflict {
+		t.Fatalf("gatewaytest: tenant: %v", err)
+	}
+	k, err := g.Ledger.CreateAPIKey(ctx, tenant, principal, tools)
+	if err != nil {
+		t.Fatalf("gatewaytest: key: %v", err)
+	}
+	return k.Secret
+}
+
+// Response is an answer read whole.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("gatewaytest: body is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// Do sends a request with the given key (none when ""), headers and body.
+func (g *Gateway) Do(t testing.TB, method, path, key string, header map[string]string, body string) Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequest(method, g.URL+path, rd)
+	if err != nil {
+		t.Fatalf("gatewaytest: %v", err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.Client.Do(req)
+	if err != nil {
+		t.Fatalf("gatewaytest: %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("gatewaytest: read body: %v", err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Submit posts an operation with key idemKey for tool and params (a JSON object).
+func (g *Gateway) Submit(t testing.TB, idemKey, tool, params string, header map[string]string) Response {
+	t.Helper()
+	h := map[string]string{"Idempotency-Key": idemKey}
+	for k, v := range header {
+		h[k] = v
+	}
+	return g.Do(t, http.MethodPost, "/v1/operations", g.Key, h, `{"tool":"`+tool+`","params":`+params+`}`)
+}
+
+// Count returns how many operations the ledger holds, across tenants.
+func (g *Gateway) Count(t testing.TB) int64 {
+	t.Helper()
+	var n int64
+	if err := g.Ledger.DB().Model(&models.Operation{}).Count(&n).Error; err != nil {
+		t.Fatalf("gatewaytest: count: %v", err)
+	}
+	return n
+}
+
+// Eventually polls cond every 20 ms until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gatewaytest: timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

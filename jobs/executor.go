@@ -1,0 +1,260 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+)
+
+// leaseMargin is added to a tool's timeout to form the lease of an attempt: long enough for
+// the slowest legal answer and its recording, short enough that a crashed worker's operation
+// reaches recovery quickly.
+const leaseMargin = 10 * time.Second
+
+// Executor runs claimed attempts: it sends the request, classifies the outcome, applies the
+// retry policy and records the result, fenced by the claim's token.
+type Executor struct {
+	ledger    *models.Ledger
+	catalog   *catalog.Catalog
+	connector *Connector
+	worker    string
+	now       func() time.Time
+	log       *slog.Logger
+
+	// base outlives requests: an attempt started for a request that gives up waiting still
+	// finishes and is recorded. It is cancelled only when shutdown's grace period ends.
+	base     context.Context
+	stopBase context.CancelFunc
+	running  sync.WaitGroup
+}
+
+// ExecutorConfig wires an executor.
+type ExecutorConfig struct {
+	Ledger    *models.Ledger
+	Catalog   *catalog.Catalog
+	Connector *Connector
+	Worker    string // this process's name on timelines and leases
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// NewExecutor returns an executor ready to run attempts.
+func NewExecutor(cfg ExecutorConfig) *Executor {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Connector == nil {
+		cfg.Connector = NewConnector()
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
+		now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
+}
+
+// Worker is this executor's name in leases and timelines.
+func (e *Executor) Worker() string { return e.worker }
+
+// LeaseFor is the lease a claim of tool takes.
+func (e *Executor) LeaseFor(tool string) time.Duration {
+	if t, ok := e.catalog.Get(tool); ok {
+		return t.HTTP.Timeout + leaseMargin
+	}
+	return leaseMargin
+}
+
+// Start runs the claimed attempt in the background and returns a channel that yields the
+// operation as recorded afterwards (or nil when the lease was lost).
+func (e *Executor) Start(c models.Claimed) <-chan *models.Operation {
+	done := make(chan *models.Operation, 1)
+	e.running.Add(1)
+	go func() {
+		defer e.running.Done()
+		done <- e.run(e.base, c)
+	}()
+	return done
+}
+
+// Shutdown waits for running attempts until ctx ends, then abandons them: their leases expire
+// and the lease reaper hands them to reconciliation, since their requests may have left.
+func (e *Executor) Shutdown(ctx context.Context) {
+	idle := make(chan struct{})
+	go func() { e.running.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		e.stopBase()
+		<-idle
+	}
+	e.stopBase()
+}
+
+func (e *Executor) run(ctx context.Context, c models.Claimed) *models.Operation {
+	op := c.Op
+	tool, ok := e.catalog.Get(op.Tool)
+	var out models.AttemptOutcome
+	if !ok {
+		out = models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
+			ErrorMessage: fmt.Sprintf("tool %q is no longer in the catalogue; nothing was sent", op.Tool)}
+	} else {
+		out = e.attempt(ctx, tool, c)
+	}
+	// Recording must not be cut short by the request that started the attempt.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := e.ledger.FinishAttempt(rctx, c, e.worker, out); err != nil {
+		if models.ErrorCode(err) == models.CodeStale {
+			e.log.Warn("attempt outcome dropped: lease lost", "operation_id", op.ID, "attempt", c.Attempt.Number, "class", out.Class)
+		} else {
+			e.log.Error("record attempt", "operation_id", op.ID, "attempt", c.Attempt.Number, "err", err)
+		}
+		return nil
+	}
+	e.log.Info("state changed", "operation_id", op.ID, "tool", op.Tool, "from", models.StateRunning, "to", op.State,
+		"attempt", c.Attempt.Number, "class", out.Class)
+	return op
+}
+
+// attempt sends one request and decides what follows.
+func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Claimed) models.AttemptOutcome {
+	op := c.Op
+	call, traceID, err := e.buildCall(tool, c)
+	if err != nil {
+		return models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
+			ErrorMessage: "cannot build the downstream request: " + err.Error()}
+	}
+	resp := e.connector.Do(ctx, call)
+	class := Classify(resp.Status, resp.Wrote, resp.Err, resp.BodyErr)
+	d := Decide(PolicyInput{
+		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
+		Retry: tool.Retry, RetryAfter: resp.RetryAfter, Now: e.now(), Jitter: rand.Float64(),
+	})
+	out := models.AttemptOutcome{Class: string(class), DownstreamStatus: resp.Status, Latency: resp.Latency, TraceID: traceID,
+		To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describe(class, resp)}
+	if resp.Err != nil {
+		out.Error = resp.Err.Error()
+	} else if resp.BodyErr != nil {
+		out.Error = "reading the answer: " + resp.BodyErr.Error()
+	}
+	if d.To == models.StateSucceeded {
+		out.Result = asJSON(resp.Body)
+		out.DownstreamRef = reference(out.Result, tool.HTTP.ResultReference)
+		out.ErrorMessage = ""
+	}
+	return out
+}
+
+func (e *Executor) buildCall(tool *catalog.Tool, c models.Claimed) (Call, string, error) {
+	op := c.Op
+	params, err := decodeObject(op.Params)
+	if err != nil {
+		return Call{}, "", err
+	}
+	url, err := tool.RenderURL(catalog.TemplateData{OperationID: op.ID, Key: op.Key, Tenant: op.Tenant, Params: params})
+	if err != nil {
+		return Call{}, "", err
+	}
+	traceparent, traceID := newTraceparent()
+	h := http.Header{}
+	h.Set("X-Idemgate-Operation", op.ID)
+	h.Set("X-Request-Id", c.Attempt.ID)
+	h.Set("Traceparent", traceparent)
+	if tool.HTTP.IdempotencyHeader != "" {
+		// The downstream key is the operation id: the same on every attempt of one operation.
+		h.Set(tool.HTTP.IdempotencyHeader, op.ID)
+	}
+	call := Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout}
+	if tool.HTTP.Method != http.MethodGet && op.Params != nil {
+		call.Body = []byte(*op.Params)
+	}
+	return call, traceID, nil
+}
+
+// decodeObject decodes stored params for templates, keeping numbers exact.
+func decodeObject(raw *string) (map[string]any, error) {
+	if raw == nil {
+		return nil, fmt.Errorf("params were purged")
+	}
+	dec := json.NewDecoder(strings.NewReader(*raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode params: %w", err)
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
+}
+
+// asJSON returns body when it is JSON, else body as a JSON string; nil for an empty body.
+func asJSON(body []byte) []byte {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	if json.Valid(trimmed) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, trimmed) == nil {
+			return buf.Bytes()
+		}
+	}
+	s, _ := json.Marshal(string(body))
+	return s
+}
+
+// reference reads the downstream's id out of a result by JSON pointer.
+func reference(result []byte, pointer string) string {
+	if pointer == "" || result == nil {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return ""
+	}
+	found, ok := catalog.Resolve(v, pointer)
+	if !ok {
+		return ""
+	}
+	switch x := found.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}
+
+// describe writes the message recorded with a failed or retried attempt.
+func describe(class Class, r Response) string {
+	switch {
+	case r.Err != nil && class == NotSent:
+		return "the request was not sent: " + r.Err.Error()
+	case r.Err != nil:
+		return "the request was sent but no answer came back: " + r.Err.Error()
+	case r.BodyErr != nil:
+		return fmt.Sprintf("the downstream answered %d but its body could not be read", r.Status)
+	case class == Succeeded:
+		return ""
+	}
+	excerpt := strings.TrimSpace(string(r.Body))
+	if len(excerpt) > 500 {
+		excerpt = excerpt[:500] + "…"
+	}
+	if excerpt == "" {
+		return fmt.Sprintf("the downstream answered %d", r.Status)
+	}
+	return fmt.Sprintf("the downstream answered %d: %s", r.Status, excerpt)
+}

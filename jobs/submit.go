@@ -1,0 +1,110 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+)
+
+// SubmitRequest is an agent's request after every check of SPEC §5 has passed.
+type SubmitRequest struct {
+	Caller        *models.Caller
+	Key           string
+	Tool          *catalog.Tool
+	Params        []byte // canonical JSON
+	Fingerprint   string
+	WorkflowRunID string
+	StepID        string
+	Compensates   string
+	Wait          time.Duration
+}
+
+// SubmitResult says what became of a request.
+type SubmitResult struct {
+	Op *models.Operation
+	// Created: this request recorded the operation; otherwise the key was known.
+	Created bool
+}
+
+// Submit records the operation (or finds the one already recorded under its key), runs its
+// first attempt inline when it is new and needs no approval, and waits up to req.Wait for it
+// to become terminal. A duplicate never executes anything: it waits on the same operation.
+func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	s, err := e.ledger.Submit(ctx, models.NewOperation{
+		Tenant: req.Caller.Tenant, PrincipalID: req.Caller.PrincipalID, APIKeyID: req.Caller.Key.ID,
+		Key: req.Key, Tool: req.Tool.Name, Fingerprint: req.Fingerprint, Params: req.Params,
+		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Compensates: req.Compensates,
+		NeedsApproval: req.Tool.Review.RequireApproval,
+		Claim:         &models.ClaimSpec{Worker: e.worker, LeaseFor: e.LeaseFor(req.Tool.Name)},
+		Actor:         req.Caller.Actor(),
+	})
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if !s.Created {
+		op, err := e.Wait(ctx, s.Op, req.Wait)
+		return SubmitResult{Op: op}, err
+	}
+	if s.Attempt == nil { // awaiting approval: nothing runs until reviewers decide
+		return SubmitResult{Op: s.Op, Created: true}, nil
+	}
+	// The attempt goroutine owns s.Op from here; we answer from a snapshot.
+	snapshot := *s.Op
+	deadline := time.Now().Add(req.Wait)
+	done := e.Start(models.Claimed{Op: s.Op, Attempt: s.Attempt})
+	timer := time.NewTimer(req.Wait)
+	defer timer.Stop()
+	select {
+	case op := <-done:
+		if op == nil { // lease lost: recovery decided; Wait reads what it decided
+			op = &snapshot
+		}
+		op, err := e.Wait(ctx, op, time.Until(deadline))
+		return SubmitResult{Op: op, Created: true}, err
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return SubmitResult{Op: &snapshot, Created: true}, nil
+}
+
+// pollInterval bounds how long a waiter may miss a change made by another process (on
+// PostgreSQL, LISTEN/NOTIFY usually wakes it sooner).
+const pollInterval = 250 * time.Millisecond
+
+// Wait returns op once it is terminal, awaits approval, or wait has passed, whichever comes
+// first. Changes made in this process wake it at once; others are seen by polling.
+func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Duration) (*models.Operation, error) {
+	deadline := time.Now().Add(wait)
+	for !op.State.Terminal() && op.State != models.StateAwaitingApproval {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return op, nil
+		}
+		changed, unsubscribe := e.ledger.Changes().Subscribe(op.ID)
+		// Read after subscribing, so a change committed in between is not missed.
+		fresh, err := e.ledger.Get(ctx, op.Tenant, op.ID)
+		if err != nil {
+			unsubscribe()
+			return nil, err
+		}
+		op = fresh
+		if op.State.Terminal() || op.State == models.StateAwaitingApproval {
+			unsubscribe()
+			break
+		}
+		timer := time.NewTimer(min(pollInterval, remaining))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		unsubscribe()
+		if ctx.Err() != nil {
+			return op, nil
+		}
+	}
+	return op, nil
+}

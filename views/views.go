@@ -1,0 +1,84 @@
+// Package views holds the templ components of idemgate's server-rendered pages: the layout every
+// page shares, the problem-type pages the API's errors link to, the console's error page, and
+// small components such as state badges and notices.
+//
+// Pages take view-model structs, never database models. Markup carries no inline script or style
+// (the console runs under Content-Security-Policy default-src 'self'), links its stylesheet
+// through package static, and puts data-testid attributes on what tests look for.
+package views
+
+// Page is what the layout needs to know about the request a page answers.
+type Page struct {
+	// Title names the page; the layout appends the product name.
+	Title string
+	// User is the signed-in user, or nil when signed out. Navigation and the sign-out form
+	// appear only for a signed-in user.
+	User *User
+	// CSRFToken is sent with the sign-out form as the hidden field csrf_token.
+	CSRFToken string
+	// Nav names the active section, one of the Nav constants, or "" for none.
+	Nav string
+}
+
+// User is the signed-in user as the layout shows them.
+type User struct {
+	Email string
+	Role  string
+}
+
+// RoleAdmin is the role that may see the Admin section.
+const RoleAdmin = "admin"
+
+// IsAdmin reports whether the user is an admin. A nil user is not.
+func (u *User) IsAdmin() bool { return u != nil && u.Role == RoleAdmin }
+
+// The console's sections, as named by Page.Nav.
+const (
+	NavDashboard  = "dashboard"
+	NavReviews    = "reviews"
+	NavOperations = "operations"
+	NavAudit      = "audit"
+	NavExports    = "exports"
+	NavAdmin      = "admin"
+)
+
+// navItem is one link of the main navigation.
+type navItem struct {
+	Section   string
+	Label     string
+	Href      string
+	AdminOnly bool
+}
+
+// navItems lists the main navigation in the order it is shown.
+var navItems = []navItem{
+	{Section: NavDashboard, Label: "Dashboard", Href: "/"},
+	{Section: NavReviews, Label: "Reviews", Href: "/reviews"},
+	{Section: NavOperations, Label: "Operations", Href: "/operations"},
+	{Section: NavAudit, Label: "Audit", Href: "/audit"},
+	{Section: NavExports, Label: "Exports", Href: "/exports"},
+	{Section: NavAdmin, Label: "Admin", Href: "/admin", AdminOnly: true},
+}
+
+// visibleNav returns the navigation links the user may see.
+func visibleNav(u *User) []navItem {
+	out := make([]navItem, 0, len(navItems))
+	for _, it := range navItems {
+		if it.AdminOnly && !u.IsAdmin() {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// productName is shown in the header and appended to every page title.
+const productName = "idemgate"
+
+// documentTitle is the text of the page's <title> element.
+func documentTitle(title string) string {
+	if title == "" {
+		return productName
+	}
+	return title + " · " + productName
+}
