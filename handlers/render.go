@@ -31,6 +31,12 @@ type operationJSON struct {
 	CompletedAt   *time.Time      `json:"completed_at"`
 }
 
+type reviewJSON struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
 type errorJSON struct {
 	Class            string `json:"class"`
 	Message          string `json:"message"`
@@ -59,6 +65,9 @@ func renderOperation(cat *catalog.Catalog, op *models.Operation) operationJSON {
 	}
 	if op.Result != nil {
 		out.Result = json.RawMessage(*op.Result)
+	}
+	if op.Review != nil {
+		out.Review = reviewJSON{ID: op.Review.ID, Status: op.Review.Status, Reason: op.Review.Reason}
 	}
 	if op.ErrorClass != nil {
 		out.Error = &errorJSON{Class: *op.ErrorClass, DownstreamStatus: op.DownstreamStatus}

@@ -109,22 +109,65 @@ func (e *Executor) run(ctx context.Context, c models.Claimed) *models.Operation 
 		out = models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
 			ErrorMessage: fmt.Sprintf("tool %q is no longer in the catalogue; nothing was sent", op.Tool)}
 	} else {
+		hbCtx, stopHeartbeat := context.WithCancel(ctx)
+		go e.heartbeat(hbCtx, c)
 		out = e.attempt(ctx, tool, c)
+		stopHeartbeat()
 	}
-	// Recording must not be cut short by the request that started the attempt.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := e.ledger.FinishAttempt(rctx, c, e.worker, out); err != nil {
+	if err := e.record(ctx, c, out); err != nil {
 		if models.ErrorCode(err) == models.CodeStale {
 			e.log.Warn("attempt outcome dropped: lease lost", "operation_id", op.ID, "attempt", c.Attempt.Number, "class", out.Class)
 		} else {
-			e.log.Error("record attempt", "operation_id", op.ID, "attempt", c.Attempt.Number, "err", err)
+			e.log.Error("attempt outcome not recorded; the lease reaper will hand the operation to reconciliation",
+				"operation_id", op.ID, "attempt", c.Attempt.Number, "class", out.Class, "err", err)
 		}
 		return nil
 	}
 	e.log.Info("state changed", "operation_id", op.ID, "tool", op.Tool, "from", models.StateRunning, "to", op.State,
 		"attempt", c.Attempt.Number, "class", out.Class)
 	return op
+}
+
+// record writes the attempt's outcome. It must not be cut short by the request that started
+// the attempt, and it outlasts a short ledger outage: it keeps trying while the lease holds,
+// because an outcome we saw is better than the reaper's UNKNOWN.
+func (e *Executor) record(ctx context.Context, c models.Claimed, out models.AttemptOutcome) error {
+	ctx = context.WithoutCancel(ctx)
+	deadline := e.now().Add(e.LeaseFor(c.Op.Tool))
+	if c.Op.LeaseExpiresAt != nil {
+		deadline = *c.Op.LeaseExpiresAt
+	}
+	wait := 100 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := e.ledger.FinishAttempt(rctx, c, e.worker, out)
+		cancel()
+		if models.ErrorCode(err) != models.CodeUnavailable || e.now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
+// heartbeat extends the attempt's lease while it runs, so a slow but live attempt is never
+// taken for a crashed one.
+func (e *Executor) heartbeat(ctx context.Context, c models.Claimed) {
+	lease := e.LeaseFor(c.Op.Tool)
+	ticker := time.NewTicker(lease / 3)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		err := e.ledger.ExtendLease(ctx, c, e.now().Add(lease))
+		if models.ErrorCode(err) == models.CodeStale {
+			e.log.Warn("lease lost during attempt", "operation_id", c.Op.ID, "attempt", c.Attempt.Number)
+			return
+		}
+	}
 }
 
 // attempt sends one request and decides what follows.

@@ -125,3 +125,6 @@ func Classify(status int, wrote bool, transportErr, bodyErr error) Class {
 		return Ambiguous
 	}
 }
+
+// probePolicy spaces reconcile probes that got no usable answer.
+var probePolicy = catalog.RetryPolicy{InitialBackoff: probeInitial, MaxBackoff: probeMax}

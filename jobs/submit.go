@@ -73,11 +73,12 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 // PostgreSQL, LISTEN/NOTIFY usually wakes it sooner).
 const pollInterval = 250 * time.Millisecond
 
-// Wait returns op once it is terminal, awaits approval, or wait has passed, whichever comes
-// first. Changes made in this process wake it at once; others are seen by polling.
+// Wait returns op once it is terminal, or waits for people (approval, or an UNKNOWN outcome
+// no code can reconcile), or wait has passed, whichever comes first. Changes made in this
+// process wake it at once; those of other replicas through the ledger's listener or polling.
 func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Duration) (*models.Operation, error) {
 	deadline := time.Now().Add(wait)
-	for !op.State.Terminal() && op.State != models.StateAwaitingApproval {
+	for !e.settled(op) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return op, nil
@@ -90,7 +91,7 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 			return nil, err
 		}
 		op = fresh
-		if op.State.Terminal() || op.State == models.StateAwaitingApproval {
+		if e.settled(op) {
 			unsubscribe()
 			break
 		}
@@ -107,4 +108,17 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 		}
 	}
 	return op, nil
+}
+
+// settled reports whether waiting longer cannot change op: it is terminal, or only people can
+// move it on.
+func (e *Executor) settled(op *models.Operation) bool {
+	switch op.State {
+	case models.StateSucceeded, models.StateFailedFinal, models.StateAwaitingApproval:
+		return true
+	case models.StateUnknown:
+		tool, ok := e.catalog.Get(op.Tool)
+		return !ok || tool.Reconcile == nil
+	}
+	return false
 }

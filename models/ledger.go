@@ -99,8 +99,15 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	var changed []string
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		changed, err = fn(tx)
-		return err
+		if changed, err = fn(tx); err != nil {
+			return err
+		}
+		if l.dialect == Postgres && len(changed) > 0 {
+			// Delivered at commit, to every replica's listener: a duplicate request waiting
+			// on another replica wakes as soon as this change is durable.
+			return tx.Exec("SELECT pg_notify(?, x) FROM unnest(?::text[]) AS x", notifyChannel, pgArray(changed)).Error
+		}
+		return nil
 	})
 	if err != nil {
 		return unavailable(what, err)

@@ -111,6 +111,27 @@ CREATE TABLE settings (
 	value TEXT NOT NULL
 );
 `},
+	{2, "recovery", `
+ALTER TABLE operations ADD COLUMN probes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE operations ADD COLUMN next_probe_at {{ts}};
+CREATE INDEX operations_lease ON operations (state, lease_expires_at);
+CREATE INDEX operations_probe ON operations (state, next_probe_at);
+CREATE INDEX operations_retention ON operations (tool, completed_at) WHERE purged_at IS NULL AND completed_at IS NOT NULL;
+CREATE TABLE reviews (
+	id           TEXT PRIMARY KEY,
+	tenant       TEXT NOT NULL REFERENCES tenants(name),
+	operation_id TEXT NOT NULL REFERENCES operations(id),
+	reason       TEXT NOT NULL,
+	status       TEXT NOT NULL,
+	opened_at    {{ts}} NOT NULL,
+	opened_by    TEXT NOT NULL,
+	resolved_at  {{ts}},
+	resolved_by  TEXT,
+	resolution   TEXT
+);
+CREATE INDEX reviews_queue ON reviews (status, opened_at);
+CREATE UNIQUE INDEX reviews_one_open ON reviews (operation_id) WHERE status = 'open';
+`},
 }
 
 // SchemaVersion is the version this build expects.

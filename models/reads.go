@@ -27,7 +27,37 @@ func (l *Ledger) take(ctx context.Context, what, where string, args ...any) (*Op
 	if err != nil {
 		return nil, unavailable(what, err)
 	}
+	if err := l.loadReviews(ctx, []*Operation{&op}); err != nil {
+		return nil, err
+	}
 	return &op, nil
+}
+
+// loadReviews attaches current reviews to the operations that have one (few do).
+func (l *Ledger) loadReviews(ctx context.Context, ops []*Operation) error {
+	var ids []string
+	for _, op := range ops {
+		if op.ReviewID != nil {
+			ids = append(ids, *op.ReviewID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var reviews []Review
+	if err := l.db.WithContext(ctx).Where("id IN ?", ids).Find(&reviews).Error; err != nil {
+		return unavailable("load reviews", err)
+	}
+	byID := make(map[string]*Review, len(reviews))
+	for i := range reviews {
+		byID[reviews[i].ID] = &reviews[i]
+	}
+	for _, op := range ops {
+		if op.ReviewID != nil {
+			op.Review = byID[*op.ReviewID]
+		}
+	}
+	return nil
 }
 
 // ListFilter narrows a tenant's operations. Zero fields do not filter.
@@ -69,7 +99,7 @@ func (l *Ledger) List(ctx context.Context, tenant string, f ListFilter) ([]*Oper
 	if more {
 		ops = ops[:f.Limit]
 	}
-	return ops, more, nil
+	return ops, more, l.loadReviews(ctx, ops)
 }
 
 // Events returns an operation's timeline in order.

@@ -74,12 +74,17 @@ type Operation struct {
 	CompensatedBy    *string
 	ReviewID         *string
 	UnknownSince     *time.Time
+	Probes           int        // reconcile probes made while UNKNOWN
+	NextProbeAt      *time.Time // when the reconciler asks the downstream next
 	// The ledger sets both timestamps itself, from its injected clock, so the value
 	// answered to the agent is the value stored.
 	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
 	CompletedAt *time.Time
 	PurgedAt    *time.Time
+
+	// Review is the operation's current review, loaded with it when ReviewID is set.
+	Review *Review `gorm:"-"`
 }
 
 // Attempt is one try at the downstream call. Its id is the X-Request-Id sent downstream.
@@ -111,6 +116,32 @@ type Event struct {
 	Attempt     *int
 	Actor       string
 	Detail      *string // JSON object
+}
+
+// Review states and reasons (SPEC §5).
+const (
+	ReviewOpen     = "open"
+	ReviewResolved = "resolved"
+
+	ReasonUnknownOutcome       = "unknown_outcome"
+	ReasonApprovalRequired     = "approval_required"
+	ReasonCompensationApproval = "compensation_approval"
+	ReasonManual               = "manual"
+)
+
+// Review asks humans to settle what code cannot. At most one review of an operation is open at
+// a time.
+type Review struct {
+	ID          string `gorm:"primaryKey"`
+	Tenant      string
+	OperationID string
+	Reason      string
+	Status      string
+	OpenedAt    time.Time
+	OpenedBy    string
+	ResolvedAt  *time.Time
+	ResolvedBy  *string
+	Resolution  *string
 }
 
 func ptr[T any](v T) *T { return &v }

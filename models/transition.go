@@ -41,8 +41,9 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 		next.CompletedAt, next.NextAttemptAt = ptr(now), nil
 		cols = append(cols, "completed_at", "next_attempt_at")
 	case c.to == StateUnknown:
-		next.UnknownSince, next.NextAttemptAt = ptr(now), nil
-		cols = append(cols, "unknown_since", "next_attempt_at")
+		// The reconciler asks at once; the settle window decides what a "not found" means.
+		next.UnknownSince, next.NextAttemptAt, next.NextProbeAt, next.Probes = ptr(now), nil, ptr(now), 0
+		cols = append(cols, "unknown_since", "next_attempt_at", "next_probe_at", "probes")
 	}
 	if c.apply != nil {
 		cols = append(cols, c.apply(&next)...)
@@ -58,6 +59,17 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	if res.RowsAffected != 1 {
 		return &Error{Code: CodeStale, Op: op,
 			Message: fmt.Sprintf("operation %s is no longer %s (or its lease was taken over)", op.ID, c.from)}
+	}
+	if op.ReviewID != nil && (c.from == StateUnknown || c.from == StateAwaitingApproval) {
+		// The question the review asked is answered: close it, saying by whom and how.
+		if err := resolveReview(tx, now, *op.ReviewID, c.actor, "operation moved to "+string(c.to)); err != nil {
+			return err
+		}
+		if next.Review != nil {
+			r := *next.Review
+			r.Status, r.ResolvedAt, r.ResolvedBy = ReviewResolved, ptr(now), ptr(c.actor)
+			next.Review = &r
+		}
 	}
 	ev := c.event
 	if ev == "" {
@@ -80,4 +92,9 @@ func setError(class, message string, status int) func(op *Operation) []string {
 		}
 		return []string{"error_class", "error_message", "downstream_status"}
 	}
+}
+
+func resolveReview(tx *gorm.DB, now time.Time, id, actor, resolution string) error {
+	return tx.Model(&Review{}).Where("id = ? AND status = ?", id, ReviewOpen).
+		Updates(map[string]any{"status": ReviewResolved, "resolved_at": now, "resolved_by": actor, "resolution": resolution}).Error
 }

@@ -58,7 +58,10 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
 
 	g, gctx := errgroup.WithContext(ctx)
+	recovery := jobs.NewRecovery(exec, jobs.RecoveryConfig{})
 	g.Go(func() error { dispatcher.Run(gctx); return nil })
+	g.Go(func() error { recovery.Run(gctx); return nil })
+	g.Go(func() error { ledger.Listen(gctx, env.getenv("IDEMGATE_DATABASE_URL"), log); return nil })
 	if withHTTP {
 		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log}
 		if *demo {

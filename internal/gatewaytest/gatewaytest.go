@@ -125,8 +125,18 @@ type Gateway struct {
 	Client   *http.Client
 }
 
-// Start runs a gateway on engine d until the test ends.
-func Start(t testing.TB, d models.Dialect) *Gateway {
+// Options change what Start runs.
+type Options struct {
+	// Recovery runs the lease reaper, reconciler, escalator and retention sweeps, fast.
+	Recovery bool
+}
+
+// Start runs a gateway on engine d until the test ends: the API, the executor and the
+// dispatcher, without the recovery sweeps (so UNKNOWN stays UNKNOWN until a test says).
+func Start(t testing.TB, d models.Dialect) *Gateway { return StartWith(t, d, Options{}) }
+
+// StartWith runs a gateway on engine d with opts until the test ends.
+func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sb := sandbox.New()
@@ -139,13 +149,21 @@ func Start(t testing.TB, d models.Dialect) *Gateway {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Log: log})
 	disp := jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 16, log)
-	done := make(chan struct{})
-	go func() { disp.Run(ctx); close(done) }()
+	rec := jobs.NewRecovery(exec, jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
+		EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond})
+	done := make(chan struct{}, 2)
+	go func() { disp.Run(ctx); done <- struct{}{} }()
+	if opts.Recovery {
+		go func() { rec.Run(ctx); done <- struct{}{} }()
+	} else {
+		done <- struct{}{}
+	}
 	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(0, 0), Log: log})
 	srv := httptest.NewServer(e)
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
+		<-done
 		<-done
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()

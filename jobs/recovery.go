@@ -1,0 +1,253 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+)
+
+// RecoveryConfig sets the sweeps' cadence. Zero values take the defaults.
+type RecoveryConfig struct {
+	ReapEvery      time.Duration // default 1s
+	ReconcileEvery time.Duration // default 250ms
+	EscalateEvery  time.Duration // default 1s
+	RetainEvery    time.Duration // default 1m
+	Batch          int           // rows a sweep takes at once; default 100
+}
+
+func (c *RecoveryConfig) defaults() {
+	c.ReapEvery = orDuration(c.ReapEvery, time.Second)
+	c.ReconcileEvery = orDuration(c.ReconcileEvery, 250*time.Millisecond)
+	c.EscalateEvery = orDuration(c.EscalateEvery, time.Second)
+	c.RetainEvery = orDuration(c.RetainEvery, time.Minute)
+	if c.Batch <= 0 {
+		c.Batch = 100
+	}
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Recovery runs the background sweeps of SPEC §6 besides the dispatcher: lease reaper,
+// reconciler, escalator and retention. Each is safe with any number of replicas: rows are
+// claimed with SKIP LOCKED or changed by compare-and-set, so two sweeps never decide the same
+// operation twice.
+type Recovery struct {
+	exec *Executor
+	cfg  RecoveryConfig
+}
+
+// NewRecovery returns the sweeps, sharing the executor's ledger, catalogue and connector.
+func NewRecovery(exec *Executor, cfg RecoveryConfig) *Recovery {
+	cfg.defaults()
+	return &Recovery{exec: exec, cfg: cfg}
+}
+
+// Run runs every sweep until ctx ends.
+func (r *Recovery) Run(ctx context.Context) {
+	done := make(chan struct{}, 4)
+	for _, s := range []struct {
+		name  string
+		every time.Duration
+		once  func(context.Context) (int, error)
+	}{
+		{"lease reaper", r.cfg.ReapEvery, r.ReapOnce},
+		{"reconciler", r.cfg.ReconcileEvery, r.ReconcileOnce},
+		{"escalator", r.cfg.EscalateEvery, r.EscalateOnce},
+		{"retention", r.cfg.RetainEvery, r.RetainOnce},
+	} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r.loop(ctx, s.name, s.every, s.once)
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
+
+func (r *Recovery) loop(ctx context.Context, name string, every time.Duration, once func(context.Context) (int, error)) {
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	failing := false
+	for {
+		n, err := once(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			r.exec.log.Error(name+" failed; will keep trying", "err", err)
+			failing = true
+		case err == nil && failing:
+			r.exec.log.Info(name + " recovered")
+			failing = false
+		}
+		if err == nil && n >= r.cfg.Batch {
+			continue // a full batch: more are waiting
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// ReapOnce moves RUNNING operations whose lease expired to UNKNOWN.
+func (r *Recovery) ReapOnce(ctx context.Context) (int, error) {
+	n, err := r.exec.ledger.ReapExpiredLeases(ctx, r.exec.worker, r.cfg.Batch)
+	if n > 0 {
+		r.exec.log.Warn("leases expired: operations moved to UNKNOWN", "count", n)
+	}
+	return n, err
+}
+
+// ReconcileOnce probes due UNKNOWN operations of reconcilable tools.
+func (r *Recovery) ReconcileOnce(ctx context.Context) (int, error) {
+	var tools []string
+	for _, t := range r.exec.catalog.Tools() {
+		if t.Reconcile != nil {
+			tools = append(tools, t.Name)
+		}
+	}
+	// The probe's claim lasts past its timeout; a probe that overruns it can record nothing.
+	ops, err := r.exec.ledger.ClaimProbes(ctx, r.exec.worker, tools, r.cfg.Batch, r.probeLease())
+	if err != nil {
+		return 0, err
+	}
+	for _, op := range ops {
+		r.probe(ctx, op)
+	}
+	return len(ops), nil
+}
+
+func (r *Recovery) probeLease() time.Duration {
+	longest := time.Duration(0)
+	for _, t := range r.exec.catalog.Tools() {
+		longest = max(longest, t.HTTP.Timeout)
+	}
+	return longest + leaseMargin
+}
+
+// probe asks the downstream whether op took effect and records what that proves.
+func (r *Recovery) probe(ctx context.Context, op *models.Operation) {
+	tool, _ := r.exec.catalog.Get(op.Tool)
+	out := r.ask(ctx, tool, op)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.exec.ledger.RecordProbe(rctx, op, r.exec.worker, out); err != nil {
+		r.exec.log.Warn("reconcile outcome not recorded", "operation_id", op.ID, "err", err)
+		return
+	}
+	if out.To != models.StateUnknown {
+		r.exec.log.Info("state changed", "operation_id", op.ID, "tool", op.Tool, "from", models.StateUnknown,
+			"to", out.To, "reconcile", out.Outcome)
+	}
+}
+
+func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Operation) models.ProbeOutcome {
+	params, err := decodeObject(op.Params)
+	if err != nil {
+		params = nil // purged params cannot be in an UNKNOWN operation, but fail soft
+	}
+	url, err := tool.RenderReconcileURL(catalog.TemplateData{OperationID: op.ID, Key: op.Key, Tenant: op.Tenant, Params: params})
+	if err != nil {
+		return models.ProbeOutcome{Outcome: ProbeError, Error: "render reconcile url: " + err.Error(),
+			To: models.StateUnknown, NextProbeAt: r.exec.now().Add(probeMax)}
+	}
+	traceparent, _ := newTraceparent()
+	h := http.Header{}
+	h.Set("X-Idemgate-Operation", op.ID)
+	h.Set("X-Request-Id", fmt.Sprintf("%s-probe-%d", op.ID, op.Probes))
+	h.Set("Traceparent", traceparent)
+	resp := r.exec.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
+
+	now := r.exec.now()
+	since := time.Duration(0)
+	if op.UnknownSince != nil {
+		since = now.Sub(*op.UnknownSince)
+	}
+	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: resp.Err != nil || resp.BodyErr != nil, SinceUnknown: since,
+		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,
+		Now: now, Jitter: rand.Float64()})
+	out := models.ProbeOutcome{Status: resp.Status, Outcome: d.Outcome, To: d.To, NextProbeAt: d.NextProbeAt, ErrorClass: d.ErrorClass}
+	switch {
+	case resp.Err != nil:
+		out.Error = resp.Err.Error()
+	case resp.BodyErr != nil:
+		out.Error = "reading the answer: " + resp.BodyErr.Error()
+	}
+	switch d.To {
+	case models.StateSucceeded:
+		out.Result = asJSON(resp.Body)
+		out.DownstreamRef = reference(out.Result, tool.HTTP.ResultReference)
+	case models.StateFailedFinal:
+		out.ErrorMessage = "reconciled: the downstream has no record of the operation, and no attempts remain"
+	}
+	return out
+}
+
+// EscalateOnce opens a review for every UNKNOWN operation older than its tool's
+// escalate_after, and at once for tools that cannot be reconciled.
+func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
+	now := r.exec.now()
+	opened := 0
+	names := r.exec.catalog.Names()
+	for _, t := range r.exec.catalog.Tools() {
+		wait := t.Review.EscalateAfter
+		if t.Reconcile == nil {
+			wait = 0
+		}
+		n, err := r.escalate(ctx, now.Add(-wait), t.Name, names)
+		opened += n
+		if err != nil {
+			return opened, err
+		}
+	}
+	n, err := r.escalate(ctx, now, "", names) // tools the catalogue no longer has
+	return opened + n, err
+}
+
+func (r *Recovery) escalate(ctx context.Context, before time.Time, tool string, known []string) (int, error) {
+	ops, err := r.exec.ledger.Unresolved(ctx, before, tool, known, r.cfg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, op := range ops {
+		_, err := r.exec.ledger.OpenReview(ctx, op, models.ReasonUnknownOutcome, "worker:"+r.exec.worker)
+		switch models.ErrorCode(err) {
+		case "":
+			n++
+			r.exec.log.Warn("escalated to review", "operation_id", op.ID, "tool", op.Tool, "reason", models.ReasonUnknownOutcome)
+		case models.CodeStale: // settled or escalated meanwhile
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// RetainOnce purges the params and results of operations past their tool's retention.
+func (r *Recovery) RetainOnce(ctx context.Context) (int, error) {
+	now := r.exec.now()
+	total := 0
+	for _, t := range r.exec.catalog.Tools() {
+		n, err := r.exec.ledger.Purge(ctx, t.Name, now.Add(-t.Retention), r.cfg.Batch)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	if total > 0 {
+		r.exec.log.Info("retention: records purged to tombstones", "count", total)
+	}
+	return total, nil
+}
