@@ -16,10 +16,10 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// leaseMargin is added to a tool's timeout to form the lease of an attempt: long enough for
-// the slowest legal answer and its recording, short enough that a crashed worker's operation
-// reaches recovery quickly.
-const leaseMargin = 10 * time.Second
+// DefaultLeaseMargin is added to a tool's timeout to form the lease of an attempt: long
+// enough for the slowest legal answer and its recording, short enough that a crashed worker's
+// operation reaches recovery quickly.
+const DefaultLeaseMargin = 10 * time.Second
 
 // Executor runs claimed attempts: it sends the request, classifies the outcome, applies the
 // retry policy and records the result, fenced by the claim's token.
@@ -28,6 +28,7 @@ type Executor struct {
 	catalog   *catalog.Catalog
 	connector *Connector
 	worker    string
+	margin    time.Duration
 	now       func() time.Time
 	log       *slog.Logger
 
@@ -44,8 +45,10 @@ type ExecutorConfig struct {
 	Catalog   *catalog.Catalog
 	Connector *Connector
 	Worker    string // this process's name on timelines and leases
-	Now       func() time.Time
-	Log       *slog.Logger
+	// LeaseMargin is added to a tool's timeout to form a lease (DefaultLeaseMargin if zero).
+	LeaseMargin time.Duration
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 // NewExecutor returns an executor ready to run attempts.
@@ -59,9 +62,12 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	if cfg.Connector == nil {
 		cfg.Connector = NewConnector()
 	}
+	if cfg.LeaseMargin <= 0 {
+		cfg.LeaseMargin = DefaultLeaseMargin
+	}
 	base, stop := context.WithCancel(context.Background())
 	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
-		now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
+		margin: cfg.LeaseMargin, now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
 }
 
 // Worker is this executor's name in leases and timelines.
@@ -70,9 +76,9 @@ func (e *Executor) Worker() string { return e.worker }
 // LeaseFor is the lease a claim of tool takes.
 func (e *Executor) LeaseFor(tool string) time.Duration {
 	if t, ok := e.catalog.Get(tool); ok {
-		return t.HTTP.Timeout + leaseMargin
+		return t.HTTP.Timeout + e.margin
 	}
-	return leaseMargin
+	return e.margin
 }
 
 // Start runs the claimed attempt in the background and returns a channel that yields the

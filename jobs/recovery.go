@@ -133,7 +133,7 @@ func (r *Recovery) probeLease() time.Duration {
 	for _, t := range r.exec.catalog.Tools() {
 		longest = max(longest, t.HTTP.Timeout)
 	}
-	return longest + leaseMargin
+	return longest + r.exec.margin
 }
 
 // probe asks the downstream whether op took effect and records what that proves.

@@ -29,6 +29,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	toolsFile := fs.String("tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
 	rateLimit := fs.Float64("rate-limit", 100, "requests per second per principal (0: unlimited)")
 	poll := fs.Duration("poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
+	leaseMargin := fs.Duration("lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	}
 	defer closeDB()
 
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), Log: log})
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin, Log: log})
 	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
 
 	g, gctx := errgroup.WithContext(ctx)
