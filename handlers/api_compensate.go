@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
-	"fmt"
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/fingerprint"
@@ -26,7 +24,7 @@ func (a *API) Compensate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := "compensate:" + original.ID
+	key := jobs.CompensationKey(original.ID)
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
 		if key, err = headers.ParseIdempotencyKey(c.Request().Header.Values("Idempotency-Key")); err != nil {
 			return keyProblem(err)
@@ -50,56 +48,16 @@ func (a *API) Compensate(c echo.Context) error {
 	return a.answer(c, res)
 }
 
-// compensation renders the compensating call of original and checks it like any other call.
+// compensation builds the compensating call of original and checks the caller may make it.
 func (a *API) compensation(caller *models.Caller, original *models.Operation) (*catalog.Tool, []byte, error) {
-	notCompensable := func(format string, args ...any) error {
-		return &Problem{Slug: problems.NotCompensable, Op: original, Detail: fmt.Sprintf(format, args...)}
-	}
-	tool, ok := a.Catalog.Get(original.Tool)
-	switch {
-	case !ok || tool.Compensation == nil:
-		return nil, nil, notCompensable("tool %s declares no compensation", original.Tool)
-	case original.State != models.StateSucceeded:
-		return nil, nil, notCompensable("only SUCCEEDED operations can be compensated; this one is %s", original.State)
-	case original.Params == nil:
-		return nil, nil, notCompensable("the operation's record passed its retention; its compensation cannot be built")
-	}
-	data := catalog.TemplateData{OperationID: original.ID, Key: original.Key, Tenant: original.Tenant}
-	var err error
-	if data.Params, err = decodeObject(original.Params); err != nil {
+	tool, params, err := jobs.CompensationCall(a.Catalog, original)
+	if err != nil {
 		return nil, nil, err
 	}
-	if data.Result, err = decodeObject(original.Result); err != nil {
-		data.Result = nil // a result that is not an object offers no fields to templates
+	if !caller.AllowsTool(tool.Name) {
+		return nil, nil, problem(problems.ToolForbidden, "this API key may not use the compensation tool %q", tool.Name)
 	}
-	rendered, err := tool.RenderCompensation(data)
-	if err != nil {
-		return nil, nil, notCompensable("rendering the compensation template: %v", err)
-	}
-	raw, err := json.Marshal(rendered)
-	if err != nil {
-		return nil, nil, notCompensable("encoding the compensation params: %v", err)
-	}
-	canon, err := fingerprint.Normalize(raw)
-	if err != nil {
-		return nil, nil, notCompensable("the compensation params: %v", err)
-	}
-	return a.checkCall(caller, tool.Compensation.Tool, canon)
-}
-
-func decodeObject(raw *string) (map[string]any, error) {
-	if raw == nil {
-		return nil, fmt.Errorf("no value")
-	}
-	v, err := decodeValue([]byte(*raw))
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("not an object")
-	}
-	return m, nil
+	return tool, params, nil
 }
 
 func deref(s *string) string {

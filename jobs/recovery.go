@@ -195,7 +195,8 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 }
 
 // EscalateOnce opens a review for every UNKNOWN operation older than its tool's
-// escalate_after, and at once for tools that cannot be reconciled.
+// escalate_after, and at once for tools that cannot be reconciled; and it ends operations that
+// awaited approval longer than their tool's approval_ttl.
 func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
 	now := r.exec.now()
 	opened := 0
@@ -210,9 +211,21 @@ func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return opened, err
 		}
+		// Every tool: compensations await approval whatever their tool's own policy.
+		if err := r.lapse(ctx, t); err != nil {
+			return opened, err
+		}
 	}
 	n, err := r.escalate(ctx, now, "", names) // tools the catalogue no longer has
 	return opened + n, err
+}
+
+func (r *Recovery) lapse(ctx context.Context, t *catalog.Tool) error {
+	n, err := r.exec.ledger.LapseApprovals(ctx, r.exec.worker, t.Name, t.Review.ApprovalTTL, r.cfg.Batch)
+	if n > 0 {
+		r.exec.log.Warn("approvals lapsed: operations ended FAILED_FINAL", "tool", t.Name, "count", n)
+	}
+	return err
 }
 
 func (r *Recovery) escalate(ctx context.Context, before time.Time, tool string, known []string) (int, error) {

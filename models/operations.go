@@ -23,6 +23,9 @@ type NewOperation struct {
 	// same transaction.
 	Compensates   string
 	NeedsApproval bool
+	// ReviewReason is the reason of the review opened for an operation that needs approval
+	// (default approval_required).
+	ReviewReason string
 	// Claim, when set, records the operation straight into RUNNING owned by the requesting
 	// process, so the first attempt needs no second claim round trip.
 	Claim *ClaimSpec
@@ -72,9 +75,16 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		op.Compensates = ptr(in.Compensates)
 	}
 	var attempt *Attempt
+	var review *Review
 	switch {
 	case in.NeedsApproval:
 		op.State = StateAwaitingApproval
+		reason := in.ReviewReason
+		if reason == "" {
+			reason = ReasonApprovalRequired
+		}
+		review = &Review{ID: newID("rev"), Tenant: op.Tenant, OperationID: op.ID, Reason: reason, Status: ReviewOpen, OpenedAt: now, OpenedBy: in.Actor}
+		op.ReviewID, op.Review = &review.ID, review
 	case in.Claim != nil:
 		op.State = StateRunning
 		op.Attempts, op.Fence = 1, 1
@@ -99,6 +109,11 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
 			detail: map[string]any{"fingerprint": op.Fingerprint}}); err != nil {
 			return nil, err
+		}
+		if review != nil {
+			if err := tx.Create(review).Error; err != nil {
+				return nil, err
+			}
 		}
 		if attempt != nil {
 			if err := tx.Create(attempt).Error; err != nil {

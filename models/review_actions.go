@@ -1,0 +1,213 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Review actions (SPEC §7), as recorded in review_action events.
+const (
+	ActionConfirmSucceeded   = "confirm_succeeded"
+	ActionConfirmNotExecuted = "confirm_not_executed"
+	ActionMarkFailed         = "mark_failed"
+	ActionReconcileNow       = "reconcile_now"
+	ActionApprove            = "approve"
+	ActionReject             = "reject"
+)
+
+// Action is a person's decision about one operation. ExpectedState is the state the person
+// saw when deciding: if the operation moved meanwhile, the action is refused (CodeStale)
+// rather than applied to a situation nobody looked at.
+type Action struct {
+	Tenant        string
+	OperationID   string
+	Actor         string // user:<email>
+	Reason        string
+	ExpectedState State
+}
+
+// act runs fn on the operation locked for this transaction, after the checks every action
+// shares: a reason, the state the person saw, and a state the action applies to.
+func (l *Ledger) act(ctx context.Context, a Action, allowed State, fn func(tx *gorm.DB, now time.Time, op *Operation) error) (*Operation, error) {
+	if strings.TrimSpace(a.Reason) == "" {
+		return nil, errorf(CodeInvalid, "a reason is required")
+	}
+	var op Operation
+	err := l.txn(ctx, "review action on "+a.OperationID, func(tx *gorm.DB) ([]string, error) {
+		q := tx.Where("tenant = ? AND id = ?", a.Tenant, a.OperationID)
+		if l.dialect == Postgres {
+			// Serialises actions on one operation, so two approvals are counted together.
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Take(&op).Error; err != nil {
+			if notFound(err) {
+				return nil, errorf(CodeNotFound, "operation not found")
+			}
+			return nil, err
+		}
+		if (a.ExpectedState != "" && op.State != a.ExpectedState) || op.State != allowed {
+			return nil, &Error{Code: CodeStale, Op: &op,
+				Message: "the operation is " + string(op.State) + " now, not " + string(allowed) + "; nothing was changed. Reload the page and decide again."}
+		}
+		return []string{op.ID}, fn(tx, l.clock(), &op)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &op, nil
+}
+
+func actionDetail(action, reason string, extra map[string]any) map[string]any {
+	d := map[string]any{"action": action, "reason": strings.TrimSpace(reason)}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return d
+}
+
+// ConfirmSucceeded records a reviewer's finding that an UNKNOWN operation took effect, with
+// the downstream's reference and, optionally, its result (JSON).
+func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference string, result []byte) (*Operation, error) {
+	if strings.TrimSpace(reference) == "" {
+		return nil, errorf(CodeInvalid, "the downstream reference is required")
+	}
+	if len(result) > 0 && !json.Valid(result) {
+		return nil, errorf(CodeInvalid, "the result must be JSON")
+	}
+	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		return l.transition(tx, now, op, change{from: StateUnknown, to: StateSucceeded, actor: a.Actor, event: EventReviewAction,
+			detail: actionDetail(ActionConfirmSucceeded, a.Reason, map[string]any{"downstream_ref": reference}),
+			apply: func(o *Operation) []string {
+				o.DownstreamRef, o.Result, o.ErrorClass, o.ErrorMessage = ptr(strings.TrimSpace(reference)), nil, nil, nil
+				if len(result) > 0 {
+					o.Result = ptr(string(result))
+				}
+				return []string{"downstream_ref", "result", "error_class", "error_message"}
+			}})
+	})
+}
+
+// ConfirmNotExecuted records a reviewer's finding that an UNKNOWN operation did not take
+// effect: it goes back to PENDING and is retried.
+func (l *Ledger) ConfirmNotExecuted(ctx context.Context, a Action) (*Operation, error) {
+	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		return l.transition(tx, now, op, change{from: StateUnknown, to: StatePending, actor: a.Actor, event: EventReviewAction,
+			detail: actionDetail(ActionConfirmNotExecuted, a.Reason, nil),
+			apply: func(o *Operation) []string {
+				o.NextAttemptAt, o.Ambiguous = ptr(now), false
+				return []string{"next_attempt_at", "ambiguous"}
+			}})
+	})
+}
+
+// MarkFailed ends an UNKNOWN operation as FAILED_FINAL on a reviewer's word.
+func (l *Ledger) MarkFailed(ctx context.Context, a Action) (*Operation, error) {
+	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		return l.transition(tx, now, op, change{from: StateUnknown, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
+			detail: actionDetail(ActionMarkFailed, a.Reason, nil),
+			apply:  setError(ErrorRejectedByReviewer, "marked failed by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
+	})
+}
+
+// ReconcileNow asks the reconciler to probe an UNKNOWN operation at once.
+func (l *Ledger) ReconcileNow(ctx context.Context, a Action) (*Operation, error) {
+	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		if err := tx.Model(&Operation{}).Where("id = ?", op.ID).Updates(map[string]any{"next_probe_at": now, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		op.NextProbeAt, op.UpdatedAt = ptr(now), now
+		return l.appendEvent(tx, now, eventInput{op: op, typ: EventReviewAction, actor: a.Actor,
+			detail: actionDetail(ActionReconcileNow, a.Reason, nil)})
+	})
+}
+
+// Reject ends an operation awaiting approval as FAILED_FINAL (rejected_by_reviewer).
+func (l *Ledger) Reject(ctx context.Context, a Action) (*Operation, error) {
+	return l.act(ctx, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		return l.transition(tx, now, op, change{from: StateAwaitingApproval, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
+			detail: actionDetail(ActionReject, a.Reason, nil),
+			apply:  setError(ErrorRejectedByReviewer, "rejected by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
+	})
+}
+
+// Approval says where an operation stands after an approval.
+type Approval struct {
+	Op       *Operation
+	Count    int // distinct reviewers whose approval counts
+	Required int
+}
+
+// Approve records a reviewer's approval of an operation awaiting it. Approvals are bound to
+// the operation's fingerprint and counted per distinct reviewer; those older than ttl have
+// lapsed. Once required approvals are in, the operation moves to PENDING and runs. A
+// compensation must be approved by someone other than who proposed it (four eyes).
+func (l *Ledger) Approve(ctx context.Context, a Action, required int, ttl time.Duration) (Approval, error) {
+	required = max(required, 1)
+	var res Approval
+	op, err := l.act(ctx, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
+		var evs []Event
+		if err := tx.Where("operation_id = ? AND type IN ?", op.ID, []string{EventCreated, EventReviewAction}).Order("id").Find(&evs).Error; err != nil {
+			return err
+		}
+		approvers := map[string]bool{}
+		for _, e := range evs {
+			if e.Type == EventCreated && op.Compensates != nil && e.Actor == a.Actor {
+				return errorf(CodeInvalid, "four eyes: %s proposed this compensation, so another reviewer must approve it", a.Actor)
+			}
+			if e.Type == EventReviewAction && e.Detail != nil && now.Sub(e.At) <= ttl {
+				var d struct{ Action, Fingerprint string }
+				if json.Unmarshal([]byte(*e.Detail), &d) == nil && d.Action == ActionApprove && d.Fingerprint == op.Fingerprint {
+					approvers[e.Actor] = true
+				}
+			}
+		}
+		if approvers[a.Actor] {
+			return errorf(CodeInvalid, "%s has already approved this operation; %d approvals by different reviewers are required", a.Actor, required)
+		}
+		approvers[a.Actor] = true
+		res.Count, res.Required = len(approvers), required
+		err := l.appendEvent(tx, now, eventInput{op: op, typ: EventReviewAction, actor: a.Actor,
+			detail: actionDetail(ActionApprove, a.Reason, map[string]any{"fingerprint": op.Fingerprint, "approvals": len(approvers), "required": required})})
+		if err != nil || len(approvers) < required {
+			return err
+		}
+		return l.transition(tx, now, op, change{from: StateAwaitingApproval, to: StatePending, actor: a.Actor,
+			detail: map[string]any{"approvals": len(approvers)},
+			apply: func(o *Operation) []string {
+				o.NextAttemptAt = ptr(now)
+				return []string{"next_attempt_at"}
+			}})
+	})
+	res.Op = op
+	return res, err
+}
+
+// LapseApprovals ends operations of tool that have awaited approval longer than ttl: an
+// approval not given in time must not authorise the action later.
+func (l *Ledger) LapseApprovals(ctx context.Context, worker, tool string, ttl time.Duration, limit int) (int, error) {
+	now := l.clock()
+	n := 0
+	err := l.txn(ctx, "lapse approvals", func(tx *gorm.DB) ([]string, error) {
+		ops, err := l.dueRows(tx, "created_at", limit, "state = ? AND tool = ? AND created_at < ?", StateAwaitingApproval, tool, now.Add(-ttl))
+		if err != nil {
+			return nil, err
+		}
+		var changed []string
+		for _, op := range ops {
+			err := l.transition(tx, now, op, change{from: StateAwaitingApproval, to: StateFailedFinal, actor: "worker:" + worker,
+				apply: setError(ErrorCancelled, "the approval window ("+ttl.String()+") lapsed before enough reviewers approved", 0)})
+			if err != nil {
+				return nil, err
+			}
+			changed = append(changed, op.ID)
+		}
+		n = len(changed)
+		return changed, nil
+	})
+	return n, err
+}
