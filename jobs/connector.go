@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-		"fmt"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"

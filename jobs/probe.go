@@ -16,8 +16,8 @@ const (
 
 // ProbeInput is everything the reconcile decision depends on (SPEC §4): pure, like Decide.
 type ProbeInput struct {
-	Status       int   // 0 when no answer came
-	Failed       bool  // transport error or unreadable body
+	Status       int  // 0 when no answer came
+	Failed       bool // transport error or unreadable body
 	SinceUnknown time.Duration
 	Settle       time.Duration
 	AttemptsLeft bool
