@@ -1,7 +1,6 @@
 package handlers
 
 import (
-
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/fingerprint"
 	"github.com/idemgate/idemgate/headers"
