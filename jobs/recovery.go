@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/idemgate/idemgate/catalog"
@@ -109,6 +110,9 @@ func (r *Recovery) ReapOnce(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// probeConcurrency bounds the reconcile probes in flight per process.
+const probeConcurrency = 16
+
 // ReconcileOnce probes due UNKNOWN operations of reconcilable tools.
 func (r *Recovery) ReconcileOnce(ctx context.Context) (int, error) {
 	var tools []string
@@ -122,9 +126,19 @@ func (r *Recovery) ReconcileOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Probes run side by side: one slow downstream must not hold the others past their
+	// claims.
+	sem := make(chan struct{}, probeConcurrency)
+	var wg sync.WaitGroup
 	for _, op := range ops {
-		r.probe(ctx, op)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.probe(ctx, op)
+		}()
 	}
+	wg.Wait()
 	return len(ops), nil
 }
 

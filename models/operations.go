@@ -157,7 +157,7 @@ func sameOperation(op *Operation, in NewOperation) (Submitted, error) {
 func (l *Ledger) linkCompensation(tx *gorm.DB, now time.Time, op *Operation, originalID, actor string) error {
 	res := tx.Model(&Operation{}).
 		Where("id = ? AND tenant = ? AND state = ? AND compensated_by IS NULL", originalID, op.Tenant, StateSucceeded).
-		Updates(map[string]any{"compensated_by": op.ID, "updated_at": now})
+		Update("compensated_by", op.ID) // updated_at stays: a terminal record's answer must not drift
 	if res.Error != nil {
 		return res.Error
 	}
