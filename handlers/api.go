@@ -109,11 +109,31 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 	if err != nil {
 		return operationRequest{}, problem(problems.MalformedBody, "%v", err)
 	}
+	// Members are matched exactly: encoding/json would also take "TOOL" or "Params", and a
+	// body carrying both "params" and "Params" would mean one thing to us and another to a
+	// stricter reader of the same bytes.
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &members); err != nil {
+		return operationRequest{}, problem(problems.MalformedBody, "the body must be a JSON object with tool, params, workflow_run_id and step_id")
+	}
 	var req operationRequest
-	dec := json.NewDecoder(bytes.NewReader(canon))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return operationRequest{}, problem(problems.MalformedBody, "the body must be an object with tool, params, workflow_run_id and step_id: %v", err)
+	for name, value := range members {
+		var err error
+		switch name {
+		case "tool":
+			err = json.Unmarshal(value, &req.Tool)
+		case "params":
+			req.Params = value
+		case "workflow_run_id":
+			err = json.Unmarshal(value, &req.WorkflowRunID)
+		case "step_id":
+			err = json.Unmarshal(value, &req.StepID)
+		default:
+			return req, problem(problems.MalformedBody, "unknown member %q: the body has tool, params, workflow_run_id and step_id", name)
+		}
+		if err != nil {
+			return req, problem(problems.MalformedBody, "%s must be a string", name)
+		}
 	}
 	switch {
 	case req.Tool == "":

@@ -38,6 +38,12 @@ func (a *API) Compensate(c echo.Context) error {
 		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
 		WorkflowRunID: deref(original.WorkflowRunID), Compensates: original.ID, Wait: prefer.Wait,
 	})
+	if models.ErrorCode(err) == models.CodeNotCompensable && models.ErrorOperation(err) == nil {
+		// The ledger refused to link a second compensation: the problem concerns original,
+		// so it names it, as every problem about an existing operation does (SPEC §5).
+		return &Problem{Slug: problems.NotCompensable, Op: original, Err: err,
+			Detail: "this operation already has a compensation (see its compensated_by); it is not compensated twice"}
+	}
 	if err != nil {
 		return err
 	}

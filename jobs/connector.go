@@ -84,6 +84,9 @@ func (cn *Connector) Do(ctx context.Context, c Call) (r Response) {
 	// record.
 	req.GetBody = nil
 	req.Header = c.Header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
 	if c.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -116,9 +116,11 @@ func (e *Executor) run(ctx context.Context, c models.Claimed) *models.Operation 
 			ErrorMessage: fmt.Sprintf("tool %q is no longer in the catalogue; nothing was sent", op.Tool)}
 	} else {
 		hbCtx, stopHeartbeat := context.WithCancel(ctx)
-		go e.heartbeat(hbCtx, c)
+		hbDone := make(chan struct{})
+		go func() { e.heartbeat(hbCtx, c); close(hbDone) }()
 		out = e.attempt(ctx, tool, c)
 		stopHeartbeat()
+		<-hbDone // recording rewrites c.Op, which the heartbeat reads
 	}
 	if err := e.record(ctx, c, out); err != nil {
 		if models.ErrorCode(err) == models.CodeStale {

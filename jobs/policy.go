@@ -89,6 +89,10 @@ func Decide(in PolicyInput) Decision {
 func Backoff(p catalog.RetryPolicy, n int, jitter float64) time.Duration {
 	ceiling := p.InitialBackoff
 	for i := 1; i < n && ceiling < p.MaxBackoff; i++ {
+		if ceiling > p.MaxBackoff/2 { // doubling would pass the cap (or overflow)
+			ceiling = p.MaxBackoff
+			break
+		}
 		ceiling *= 2
 	}
 	ceiling = min(ceiling, p.MaxBackoff)

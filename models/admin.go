@@ -75,6 +75,9 @@ func (l *Ledger) CreateAPIKey(ctx context.Context, tenant, principal string, too
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&p).Error; err != nil {
 			return err
 		}
+		// Read back whichever principal holds the name (ours, or one created before); a
+		// fresh struct, or GORM would add our unused id to the conditions.
+		p = Principal{}
 		if err := tx.Where("tenant = ? AND name = ?", tenant, principal).Take(&p).Error; err != nil {
 			return err
 		}
@@ -97,7 +100,9 @@ func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, erro
 		prefix = prefix[:APIKeyPrefixLen]
 	}
 	var keys []APIKey
-	if err := l.scope(ctx).Where("prefix LIKE ? AND revoked_at IS NULL", likePrefix(prefix)).Find(&keys).Error; err != nil {
+	// An exact, case-sensitive comparison: LIKE differs between engines ('_' wildcards,
+	// SQLite's case folding) and could match the wrong key.
+	if err := l.scope(ctx).Where("substr(prefix, 1, ?) = ? AND revoked_at IS NULL", len(prefix), prefix).Find(&keys).Error; err != nil {
 		return nil, unavailable("find api key", err)
 	}
 	switch {
@@ -113,10 +118,6 @@ func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, erro
 	}
 	k.RevokedAt = &now
 	return &k, nil
-}
-
-func likePrefix(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
 // Caller is an authenticated API principal.

@@ -1,0 +1,50 @@
+package e2e_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/problems"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServiceEndpoints: the probes answer, and every problem type has its page.
+func TestServiceEndpoints(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.Start(t, d)
+
+		for _, path := range []string{"/healthz", "/readyz"} {
+			r := g.Do(t, http.MethodGet, path, "", nil, "")
+			assert.Equal(t, http.StatusOK, r.Status, "GET %s: %s", path, r.Body)
+		}
+
+		// Every problem type the API can answer with, which includes every one this suite
+		// met (requireProblem also fetches each page it meets).
+		for _, pt := range problems.All() {
+			t.Run(pt.Slug, func(t *testing.T) {
+				assert.True(t, strings.HasPrefix(pt.URI(), "/problems/"))
+				r := g.Do(t, http.MethodGet, pt.URI(), "", map[string]string{"Accept": "text/html"}, "")
+				require.Equal(t, http.StatusOK, r.Status, "GET %s", pt.URI())
+				assert.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/html"), "Content-Type %q", r.Header.Get("Content-Type"))
+				page := string(r.Body)
+				assert.Contains(t, strings.ToLower(page), "<html")
+				assert.Contains(t, page, htmlEscape(pt.Title))
+				// A program that follows the type without asking for HTML gets the page too.
+				plain := g.Do(t, http.MethodGet, pt.URI(), "", nil, "")
+				assert.Equal(t, http.StatusOK, plain.Status)
+			})
+		}
+		r := g.Do(t, http.MethodGet, "/problems/no-such-problem", "", nil, "")
+		assert.Equal(t, http.StatusNotFound, r.Status)
+	})
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}

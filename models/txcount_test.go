@@ -1,0 +1,268 @@
+package models_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+)
+
+// roundTrip is one call that reaches the database: a statement, BEGIN, COMMIT or ROLLBACK.
+type roundTrip struct {
+	verb string // BEGIN, COMMIT, ROLLBACK, or the statement's first SQL keyword
+	inTx bool
+	sql  string
+}
+
+// roundTrips records every round trip made through a countingPool. GORM's callbacks see
+// statements but not BEGIN and COMMIT, so the counting happens one level lower, at the
+// connection pool GORM sends everything through: that also tells statements inside a
+// transaction from those outside, whatever the driver.
+type roundTrips struct {
+	mu   sync.Mutex
+	list []roundTrip
+}
+
+func (r *roundTrips) add(verb string, inTx bool, query string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, roundTrip{verb: verb, inTx: inTx, sql: query})
+}
+
+// take returns what was recorded since the last take and starts afresh.
+func (r *roundTrips) take() []roundTrip {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.list
+	r.list = nil
+	return out
+}
+
+// sqlVerb is the first keyword of a statement, upper-cased.
+func sqlVerb(query string) string {
+	f := strings.Fields(query)
+	if len(f) == 0 {
+		return "?"
+	}
+	return strings.ToUpper(f[0])
+}
+
+// countingPool wraps the ledger's connection pool. It implements gorm.ConnPoolBeginner so
+// that Transaction begins through it, and deliberately not gorm.TxCommitter, so GORM does not
+// mistake it for an open transaction.
+type countingPool struct {
+	inner gorm.ConnPool
+	rec   *roundTrips
+}
+
+var (
+	_ gorm.ConnPool         = (*countingPool)(nil)
+	_ gorm.ConnPoolBeginner = (*countingPool)(nil)
+	_ gorm.ConnPool         = (*countingTx)(nil)
+	_ gorm.TxCommitter      = (*countingTx)(nil)
+)
+
+func (p *countingPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	p.rec.add("PREPARE", false, query)
+	return p.inner.PrepareContext(ctx, query)
+}
+
+func (p *countingPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	p.rec.add(sqlVerb(query), false, query)
+	return p.inner.ExecContext(ctx, query, args...)
+}
+
+func (p *countingPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	p.rec.add(sqlVerb(query), false, query)
+	return p.inner.QueryContext(ctx, query, args...)
+}
+
+func (p *countingPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	p.rec.add(sqlVerb(query), false, query)
+	return p.inner.QueryRowContext(ctx, query, args...)
+}
+
+func (p *countingPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	p.rec.add("BEGIN", true, "")
+	var tx gorm.ConnPool
+	var err error
+	switch b := p.inner.(type) {
+	case gorm.TxBeginner:
+		tx, err = b.BeginTx(ctx, opts)
+	case gorm.ConnPoolBeginner:
+		tx, err = b.BeginTx(ctx, opts)
+	default:
+		return nil, fmt.Errorf("countingPool: %T cannot begin transactions", p.inner)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &countingTx{inner: tx, rec: p.rec}, nil
+}
+
+// GetDBConn lets db.DB() still reach the *sql.DB behind the wrapper.
+func (p *countingPool) GetDBConn() (*sql.DB, error) {
+	if db, ok := p.inner.(*sql.DB); ok {
+		return db, nil
+	}
+	return nil, fmt.Errorf("countingPool: %T is not an *sql.DB", p.inner)
+}
+
+// countingTx wraps one transaction begun through a countingPool.
+type countingTx struct {
+	inner gorm.ConnPool
+	rec   *roundTrips
+}
+
+func (t *countingTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	t.rec.add("PREPARE", true, query)
+	return t.inner.PrepareContext(ctx, query)
+}
+
+func (t *countingTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.rec.add(sqlVerb(query), true, query)
+	return t.inner.ExecContext(ctx, query, args...)
+}
+
+func (t *countingTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.rec.add(sqlVerb(query), true, query)
+	return t.inner.QueryContext(ctx, query, args...)
+}
+
+func (t *countingTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.rec.add(sqlVerb(query), true, query)
+	return t.inner.QueryRowContext(ctx, query, args...)
+}
+
+func (t *countingTx) Commit() error {
+	t.rec.add("COMMIT", true, "")
+	return t.inner.(gorm.TxCommitter).Commit()
+}
+
+func (t *countingTx) Rollback() error {
+	t.rec.add("ROLLBACK", true, "")
+	return t.inner.(gorm.TxCommitter).Rollback()
+}
+
+// countedLedger returns a ledger on a fresh database of engine d whose every round trip is
+// recorded, with a caller of tenant "acme" already set up (and not counted).
+func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Caller, *roundTrips) {
+	t.Helper()
+	db := testdb.Open(t, d)
+	rec := &roundTrips{}
+	// A Session with a context clones the Statement, so the wrapper is installed on this
+	// handle and on everything derived from it, and the original handle is left as it was.
+	counted := db.Session(&gorm.Session{Context: context.Background()})
+	counted.Statement.ConnPool = &countingPool{inner: db.Statement.ConnPool, rec: rec}
+	l := models.New(counted, d, nil)
+	ctx := context.Background()
+	_, err := l.CreateTenant(ctx, "acme")
+	require.NoError(t, err)
+	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	require.NoError(t, err)
+	c, err := l.Authenticate(ctx, k.Secret)
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.take(), "the wrapper sees the set-up's round trips")
+	return l, c, rec
+}
+
+// tally summarises recorded round trips.
+type tally struct {
+	transactions, rollbacks int
+	inTx                    []string // statement verbs inside transactions, in order
+	outside                 []string // statement verbs outside transactions, in order
+	total                   int      // every round trip, BEGIN and COMMIT included
+}
+
+func tallyOf(trips []roundTrip) tally {
+	var s tally
+	s.total = len(trips)
+	for _, rt := range trips {
+		switch {
+		case rt.verb == "COMMIT":
+			s.transactions++
+		case rt.verb == "ROLLBACK":
+			s.rollbacks++
+		case rt.verb == "BEGIN":
+		case rt.inTx:
+			s.inTx = append(s.inTx, rt.verb)
+		default:
+			s.outside = append(s.outside, rt.verb)
+		}
+	}
+	return s
+}
+
+// describeTrips lists round trips for failure messages and the log.
+func describeTrips(trips []roundTrip) string {
+	var b strings.Builder
+	for _, rt := range trips {
+		where := "    "
+		if rt.inTx {
+			where = " tx "
+		}
+		q := rt.sql
+		if len(q) > 110 {
+			q = q[:110] + "…"
+		}
+		fmt.Fprintf(&b, "%s%-8s %s\n", where, rt.verb, q)
+	}
+	return b.String()
+}
+
+// TestRoundTripsOfTheHappyPath pins the database cost the ledger promises: a new operation is
+// the key look-up plus two write transactions (the claiming submit and the recorded outcome);
+// a replay of a terminal operation is one read and no transaction.
+func TestRoundTripsOfTheHappyPath(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		l, c, rec := countedLedger(t, d)
+		ctx := context.Background()
+		in := newOp(c, "order-1042:refund")
+		in.Claim = &models.ClaimSpec{Worker: "w1", LeaseFor: time.Minute}
+
+		s, err := l.Submit(ctx, in)
+		require.NoError(t, err)
+		require.True(t, s.Created)
+		require.NotNil(t, s.Attempt)
+		err = l.FinishAttempt(ctx, models.Claimed{Op: s.Op, Attempt: s.Attempt}, "w1", models.AttemptOutcome{
+			Class: "succeeded", DownstreamStatus: 201, To: models.StateSucceeded, Result: []byte(`{"id":"R-1"}`), DownstreamRef: "R-1"})
+		require.NoError(t, err)
+		created := rec.take()
+		got := tallyOf(created)
+		t.Logf("%s new operation: %d round trips\n%s", d, got.total, describeTrips(created))
+		assert.Equal(t, 2, got.transactions, "a new operation commits exactly two transactions:\n%s", describeTrips(created))
+		assert.Zero(t, got.rollbacks)
+		assert.Equal(t, []string{"SELECT"}, got.outside, "outside transactions, only the key look-up:\n%s", describeTrips(created))
+		// Submit writes the operation, its created event, the attempt and its attempt_started
+		// event; FinishAttempt the attempt, its attempt_finished event, the operation and its
+		// state_changed event. On PostgreSQL each transaction ends by notifying the other
+		// replicas' waiters (pg_notify, delivered at commit).
+		submitTx := []string{"INSERT", "INSERT", "INSERT", "INSERT"}
+		finishTx := []string{"UPDATE", "INSERT", "UPDATE", "INSERT"}
+		if d == models.Postgres {
+			submitTx, finishTx = append(submitTx, "SELECT"), append(finishTx, "SELECT")
+		}
+		assert.Equal(t, append(submitTx, finishTx...), got.inTx, "statements inside the transactions:\n%s", describeTrips(created))
+
+		r, err := l.Submit(ctx, newOp(c, "order-1042:refund"))
+		require.NoError(t, err)
+		require.False(t, r.Created)
+		require.Equal(t, models.StateSucceeded, r.Op.State)
+		replay := rec.take()
+		got = tallyOf(replay)
+		t.Logf("%s replay: %d round trips\n%s", d, got.total, describeTrips(replay))
+		assert.Zero(t, got.transactions, "a replay opens no transaction")
+		assert.Equal(t, []string{"SELECT"}, got.outside, "a replay is one read:\n%s", describeTrips(replay))
+		assert.Empty(t, got.inTx)
+		assert.Equal(t, 1, got.total)
+	})
+}
