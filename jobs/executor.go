@@ -21,6 +21,18 @@ import (
 // operation reaches recovery quickly.
 const DefaultLeaseMargin = 10 * time.Second
 
+// Meter receives what the jobs measure. The telemetry package implements it; nil measures
+// nothing.
+type Meter interface {
+	Attempt(tool, class string, latency time.Duration)
+	Probe(tool, outcome string)
+}
+
+type noMeter struct{}
+
+func (noMeter) Attempt(string, string, time.Duration) {}
+func (noMeter) Probe(string, string)                  {}
+
 // Executor runs claimed attempts: it sends the request, classifies the outcome, applies the
 // retry policy and records the result, fenced by the claim's token.
 type Executor struct {
@@ -29,6 +41,7 @@ type Executor struct {
 	connector *Connector
 	worker    string
 	margin    time.Duration
+	meter     Meter
 	now       func() time.Time
 	log       *slog.Logger
 
@@ -47,6 +60,7 @@ type ExecutorConfig struct {
 	Worker    string // this process's name on timelines and leases
 	// LeaseMargin is added to a tool's timeout to form a lease (DefaultLeaseMargin if zero).
 	LeaseMargin time.Duration
+	Meter       Meter
 	Now         func() time.Time
 	Log         *slog.Logger
 }
@@ -62,12 +76,15 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	if cfg.Connector == nil {
 		cfg.Connector = NewConnector()
 	}
+	if cfg.Meter == nil {
+		cfg.Meter = noMeter{}
+	}
 	if cfg.LeaseMargin <= 0 {
 		cfg.LeaseMargin = DefaultLeaseMargin
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
-		margin: cfg.LeaseMargin, now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
+		margin: cfg.LeaseMargin, meter: cfg.Meter, now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
 }
 
 // Worker is this executor's name in leases and timelines.
@@ -131,8 +148,6 @@ func (e *Executor) run(ctx context.Context, c models.Claimed) *models.Operation 
 		}
 		return nil
 	}
-	e.log.Info("state changed", "operation_id", op.ID, "tool", op.Tool, "from", models.StateRunning, "to", op.State,
-		"attempt", c.Attempt.Number, "class", out.Class)
 	return op
 }
 
@@ -188,6 +203,7 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 	}
 	resp := e.connector.Do(ctx, call)
 	class := Classify(resp.Status, resp.Wrote, resp.Err, resp.BodyErr)
+	e.meter.Attempt(tool.Name, string(class), resp.Latency)
 	d := Decide(PolicyInput{
 		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
 		Retry: tool.Retry, RetryAfter: resp.RetryAfter, Now: e.now(), Jitter: rand.Float64(),

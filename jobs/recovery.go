@@ -158,11 +158,6 @@ func (r *Recovery) probe(ctx context.Context, op *models.Operation) {
 	defer cancel()
 	if err := r.exec.ledger.RecordProbe(rctx, op, r.exec.worker, out); err != nil {
 		r.exec.log.Warn("reconcile outcome not recorded", "operation_id", op.ID, "err", err)
-		return
-	}
-	if out.To != models.StateUnknown {
-		r.exec.log.Info("state changed", "operation_id", op.ID, "tool", op.Tool, "from", models.StateUnknown,
-			"to", out.To, "reconcile", out.Outcome)
 	}
 }
 
@@ -191,6 +186,7 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: resp.Err != nil || resp.BodyErr != nil, SinceUnknown: since,
 		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,
 		Now: now, Jitter: rand.Float64()})
+	r.exec.meter.Probe(tool.Name, d.Outcome)
 	out := models.ProbeOutcome{Status: resp.Status, Outcome: d.Outcome, To: d.To, NextProbeAt: d.NextProbeAt, ErrorClass: d.ErrorClass}
 	switch {
 	case resp.Err != nil:

@@ -13,10 +13,11 @@ import (
 // Ledger is the durable record of operations: every rule about what may change, and how, lives
 // behind its methods. It is safe for concurrent use.
 type Ledger struct {
-	db      *gorm.DB
-	dialect Dialect
-	now     func() time.Time
-	changes *Hub
+	db       *gorm.DB
+	dialect  Dialect
+	now      func() time.Time
+	changes  *Hub
+	observer Observer
 }
 
 // New returns a ledger over an opened, migrated database. now may be nil (wall clock).
@@ -97,8 +98,10 @@ func (h *Hub) Publish(id string) {
 // txn runs fn in a transaction and publishes the changed operations after commit.
 func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]string, error)) error {
 	var changed []string
+	var transitions []Transition
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
+		tx = tx.Set(transitionsKey, &transitions)
 		if changed, err = fn(tx); err != nil {
 			return err
 		}
@@ -115,7 +118,43 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	for _, id := range changed {
 		l.changes.Publish(id)
 	}
+	if l.observer != nil {
+		for _, t := range transitions {
+			l.observer.Transitioned(t)
+		}
+	}
 	return nil
+}
+
+// Transition is a committed state change (or a creation, with From ""), reported to the
+// ledger's observer after commit: metrics and logs see only what is durable.
+type Transition struct {
+	OperationID string
+	Tenant      string
+	Tool        string
+	From, To    State
+	Attempt     int
+	Actor       string
+	ErrorClass  string
+}
+
+// Observer is told of every committed transition. It must be quick and must not fail: it
+// runs on the path of the change it observes.
+type Observer interface {
+	Transitioned(Transition)
+}
+
+// Observe sets the ledger's observer. Call it while wiring, before the ledger is used.
+func (l *Ledger) Observe(o Observer) { l.observer = o }
+
+const transitionsKey = "idemgate:transitions"
+
+// noteTransition adds a transition to the ones tx reports after commit.
+func noteTransition(tx *gorm.DB, t Transition) {
+	if v, ok := tx.Get(transitionsKey); ok {
+		list := v.(*[]Transition)
+		*list = append(*list, t)
+	}
 }
 
 // eventInput describes an event to append.

@@ -106,6 +106,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			existing = &Operation{}
 			return nil, tx.Where("tenant = ? AND op_key = ?", in.Tenant, in.Key).Take(existing).Error
 		}
+		noteTransition(tx, Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, To: op.State, Attempt: op.Attempts, Actor: in.Actor})
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
 			detail: map[string]any{"fingerprint": op.Fingerprint}}); err != nil {
 			return nil, err

@@ -79,6 +79,11 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 		attempt: c.attempt, actor: c.actor, detail: c.detail}); err != nil {
 		return err
 	}
+	t := Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, From: c.from, To: c.to, Attempt: c.attempt, Actor: c.actor}
+	if next.ErrorClass != nil {
+		t.ErrorClass = *next.ErrorClass
+	}
+	noteTransition(tx, t)
 	*op = next
 	return nil
 }
