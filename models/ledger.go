@@ -101,7 +101,9 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	var transitions []Transition
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		tx = tx.Set(transitionsKey, &transitions)
+		// Set returns a chain, not a session: without Session every statement of fn would
+		// pile onto one shared Statement.
+		tx = tx.Set(transitionsKey, &transitions).Session(&gorm.Session{})
 		if changed, err = fn(tx); err != nil {
 			return err
 		}
