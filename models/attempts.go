@@ -34,7 +34,8 @@ type AttemptOutcome struct {
 
 // FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
 // claim's token. It updates c.Op in place. CodeStale means the lease was lost: recovery decided
-// instead, and this worker's outcome is dropped (its attempt row still records what it saw).
+// instead, and this worker's outcome is dropped whole (the attempt row keeps what recovery
+// wrote when it took the lease over).
 func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
 	now := l.clock()
 	op, at := c.Op, c.Attempt

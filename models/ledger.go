@@ -18,6 +18,8 @@ type Ledger struct {
 	now      func() time.Time
 	changes  *Hub
 	observer Observer
+	// payloads renders the operation object of webhook payloads (see RenderWith).
+	payloads PayloadRenderer
 }
 
 // New returns a ledger over an opened, migrated database. now may be nil (wall clock).

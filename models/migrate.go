@@ -132,6 +132,54 @@ CREATE TABLE reviews (
 CREATE INDEX reviews_queue ON reviews (status, opened_at);
 CREATE UNIQUE INDEX reviews_one_open ON reviews (operation_id) WHERE status = 'open';
 `},
+	{3, "console", `
+CREATE TABLE users (
+	id            TEXT PRIMARY KEY,
+	email         TEXT NOT NULL UNIQUE,
+	password_hash TEXT NOT NULL,
+	role          TEXT NOT NULL,
+	tenants       TEXT NOT NULL DEFAULT '',
+	created_at    {{ts}} NOT NULL,
+	disabled_at   {{ts}}
+);
+CREATE TABLE user_sessions (
+	id         TEXT PRIMARY KEY,
+	user_id    TEXT NOT NULL REFERENCES users(id),
+	created_at {{ts}} NOT NULL,
+	ended_at   {{ts}}
+);
+CREATE TABLE login_failures (
+	id        {{serial}},
+	email     TEXT NOT NULL,
+	client_ip TEXT NOT NULL,
+	at        {{ts}} NOT NULL
+);
+CREATE INDEX login_failures_email ON login_failures (email, at);
+CREATE INDEX login_failures_ip ON login_failures (client_ip, at);
+CREATE INDEX login_failures_at ON login_failures (at);
+CREATE INDEX attempts_started ON attempts (started_at);
+CREATE INDEX events_type_at ON events (type, at);
+CREATE INDEX operations_created ON operations (tenant, created_at);
+CREATE INDEX reviews_operation ON reviews (operation_id);
+`},
+	{4, "audit", `
+CREATE TABLE audit_log (
+	seq          BIGINT PRIMARY KEY,
+	at           {{ts}} NOT NULL,
+	actor        TEXT NOT NULL,
+	action       TEXT NOT NULL,
+	tenant       TEXT NOT NULL,
+	operation_id TEXT NOT NULL,
+	outcome      TEXT NOT NULL,
+	request_id   TEXT NOT NULL,
+	detail       TEXT NOT NULL,
+	prev_hash    TEXT NOT NULL,
+	hash         TEXT NOT NULL
+);
+CREATE INDEX audit_log_operation ON audit_log (operation_id);
+CREATE INDEX audit_log_tenant_at ON audit_log (tenant, at);
+`},
+	{5, "webhooks", webhooksSchema},
 }
 
 // SchemaVersion is the version this build expects.

@@ -115,6 +115,10 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			if err := tx.Create(review).Error; err != nil {
 				return nil, err
 			}
+			if err := l.announce(tx, now, op, notice{typ: WebhookOperationAwaitingApproval},
+				notice{typ: WebhookReviewOpened, withReview: true}); err != nil {
+				return nil, err
+			}
 		}
 		if attempt != nil {
 			if err := tx.Create(attempt).Error; err != nil {

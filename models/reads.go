@@ -35,6 +35,12 @@ func (l *Ledger) take(ctx context.Context, what, where string, args ...any) (*Op
 
 // loadReviews attaches current reviews to the operations that have one (few do).
 func (l *Ledger) loadReviews(ctx context.Context, ops []*Operation) error {
+	return attachReviews(l.db.WithContext(ctx), ops)
+}
+
+// attachReviews is loadReviews on a given handle, so that a read inside a transaction stays
+// on the transaction's connection and snapshot.
+func attachReviews(db *gorm.DB, ops []*Operation) error {
 	var ids []string
 	for _, op := range ops {
 		if op.ReviewID != nil {
@@ -45,7 +51,7 @@ func (l *Ledger) loadReviews(ctx context.Context, ops []*Operation) error {
 		return nil
 	}
 	var reviews []Review
-	if err := l.db.WithContext(ctx).Where("id IN ?", ids).Find(&reviews).Error; err != nil {
+	if err := db.Where("id IN ?", ids).Find(&reviews).Error; err != nil {
 		return unavailable("load reviews", err)
 	}
 	byID := make(map[string]*Review, len(reviews))

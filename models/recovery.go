@@ -177,11 +177,15 @@ func (l *Ledger) RecordProbe(ctx context.Context, op *Operation, worker string, 
 	})
 }
 
-// Unresolved returns UNKNOWN operations without a review that have been UNKNOWN since before
+// Unresolved returns UNKNOWN operations without an open review that have been UNKNOWN since before
 // unknownBefore, oldest first: of tool, or, when tool is "", of every tool not in known
 // (tools the catalogue no longer has, which nobody can reconcile).
 func (l *Ledger) Unresolved(ctx context.Context, unknownBefore time.Time, tool string, known []string, limit int) ([]*Operation, error) {
-	q := l.scope(ctx).Where("state = ? AND review_id IS NULL AND unknown_since <= ?", StateUnknown, unknownBefore.UTC())
+	// "No open review", not "no review": an operation can come back to UNKNOWN after an
+	// earlier review was resolved (a retry a reviewer allowed, an approved run), and must be
+	// escalated again.
+	q := l.scope(ctx).Where("state = ? AND unknown_since <= ? AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.operation_id = operations.id AND r.status = ?)",
+		StateUnknown, unknownBefore.UTC(), ReviewOpen)
 	if tool != "" {
 		q = q.Where("tool = ?", tool)
 	} else if len(known) > 0 {
@@ -200,7 +204,8 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 	now := l.clock()
 	r := &Review{ID: newID("rev"), Tenant: op.Tenant, OperationID: op.ID, Reason: reason, Status: ReviewOpen, OpenedAt: now, OpenedBy: actor}
 	err := l.txn(ctx, "open review "+op.ID, func(tx *gorm.DB) ([]string, error) {
-		res := tx.Model(&Operation{}).Where("id = ? AND state = ? AND review_id IS NULL", op.ID, op.State).
+		res := tx.Model(&Operation{}).Where("id = ? AND state = ? AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.operation_id = operations.id AND r.status = ?)",
+			op.ID, op.State, ReviewOpen).
 			Updates(map[string]any{"review_id": r.ID, "updated_at": now})
 		if res.Error != nil {
 			return nil, res.Error
@@ -209,6 +214,11 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 			return nil, errorf(CodeStale, "operation %s changed or already has a review", op.ID)
 		}
 		if err := tx.Create(r).Error; err != nil {
+			return nil, err
+		}
+		opened := *op
+		opened.ReviewID, opened.Review, opened.UpdatedAt = &r.ID, r, now
+		if err := l.announce(tx, now, &opened, notice{typ: WebhookReviewOpened, withReview: true}); err != nil {
 			return nil, err
 		}
 		return []string{op.ID}, l.appendEvent(tx, now, eventInput{op: op, typ: EventEscalated, actor: actor,

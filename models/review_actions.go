@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,11 +30,12 @@ type Action struct {
 	Actor         string // user:<email>
 	Reason        string
 	ExpectedState State
+	RequestID     string // for the audit entry
 }
 
 // act runs fn on the operation locked for this transaction, after the checks every action
 // shares: a reason, the state the person saw, and a state the action applies to.
-func (l *Ledger) act(ctx context.Context, a Action, allowed State, fn func(tx *gorm.DB, now time.Time, op *Operation) error) (*Operation, error) {
+func (l *Ledger) act(ctx context.Context, name string, a Action, allowed State, fn func(tx *gorm.DB, now time.Time, op *Operation) error) (*Operation, error) {
 	if strings.TrimSpace(a.Reason) == "" {
 		return nil, errorf(CodeInvalid, "a reason is required")
 	}
@@ -54,7 +56,15 @@ func (l *Ledger) act(ctx context.Context, a Action, allowed State, fn func(tx *g
 			return nil, &Error{Code: CodeStale, Op: &op,
 				Message: "the operation is " + string(op.State) + " now, not " + string(allowed) + "; nothing was changed. Reload the page and decide again."}
 		}
-		return []string{op.ID}, fn(tx, l.clock(), &op)
+		now := l.clock()
+		if err := fn(tx, now, &op); err != nil {
+			return nil, err
+		}
+		// The action and its audit entry commit together, or neither does.
+		_, err := l.appendAudit(tx, now, AuditInput{Actor: a.Actor, Action: "review." + name, Tenant: op.Tenant,
+			OperationID: op.ID, Outcome: "ok", RequestID: a.RequestID,
+			Detail: map[string]any{"reason": strings.TrimSpace(a.Reason), "state": string(op.State)}})
+		return []string{op.ID}, err
 	})
 	if err != nil {
 		return nil, err
@@ -79,7 +89,7 @@ func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference strin
 	if len(result) > 0 && !json.Valid(result) {
 		return nil, errorf(CodeInvalid, "the result must be JSON")
 	}
-	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	return l.act(ctx, ActionConfirmSucceeded, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StateSucceeded, actor: a.Actor, event: EventReviewAction,
 			detail: actionDetail(ActionConfirmSucceeded, a.Reason, map[string]any{"downstream_ref": reference}),
 			apply: func(o *Operation) []string {
@@ -95,7 +105,7 @@ func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference strin
 // ConfirmNotExecuted records a reviewer's finding that an UNKNOWN operation did not take
 // effect: it goes back to PENDING and is retried.
 func (l *Ledger) ConfirmNotExecuted(ctx context.Context, a Action) (*Operation, error) {
-	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	return l.act(ctx, ActionConfirmNotExecuted, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StatePending, actor: a.Actor, event: EventReviewAction,
 			detail: actionDetail(ActionConfirmNotExecuted, a.Reason, nil),
 			apply: func(o *Operation) []string {
@@ -107,7 +117,7 @@ func (l *Ledger) ConfirmNotExecuted(ctx context.Context, a Action) (*Operation, 
 
 // MarkFailed ends an UNKNOWN operation as FAILED_FINAL on a reviewer's word.
 func (l *Ledger) MarkFailed(ctx context.Context, a Action) (*Operation, error) {
-	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	return l.act(ctx, ActionMarkFailed, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
 			detail: actionDetail(ActionMarkFailed, a.Reason, nil),
 			apply:  setError(ErrorRejectedByReviewer, "marked failed by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
@@ -116,7 +126,7 @@ func (l *Ledger) MarkFailed(ctx context.Context, a Action) (*Operation, error) {
 
 // ReconcileNow asks the reconciler to probe an UNKNOWN operation at once.
 func (l *Ledger) ReconcileNow(ctx context.Context, a Action) (*Operation, error) {
-	return l.act(ctx, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	return l.act(ctx, ActionReconcileNow, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		if err := tx.Model(&Operation{}).Where("id = ?", op.ID).Updates(map[string]any{"next_probe_at": now, "updated_at": now}).Error; err != nil {
 			return err
 		}
@@ -128,7 +138,7 @@ func (l *Ledger) ReconcileNow(ctx context.Context, a Action) (*Operation, error)
 
 // Reject ends an operation awaiting approval as FAILED_FINAL (rejected_by_reviewer).
 func (l *Ledger) Reject(ctx context.Context, a Action) (*Operation, error) {
-	return l.act(ctx, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	return l.act(ctx, ActionReject, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateAwaitingApproval, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
 			detail: actionDetail(ActionReject, a.Reason, nil),
 			apply:  setError(ErrorRejectedByReviewer, "rejected by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
@@ -149,27 +159,19 @@ type Approval struct {
 func (l *Ledger) Approve(ctx context.Context, a Action, required int, ttl time.Duration) (Approval, error) {
 	required = max(required, 1)
 	var res Approval
-	op, err := l.act(ctx, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
+	op, err := l.act(ctx, ActionApprove, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		var evs []Event
 		if err := tx.Where("operation_id = ? AND type IN ?", op.ID, []string{EventCreated, EventReviewAction}).Order("id").Find(&evs).Error; err != nil {
 			return err
 		}
-		approvers := map[string]bool{}
-		for _, e := range evs {
-			if e.Type == EventCreated && op.Compensates != nil && e.Actor == a.Actor {
-				return errorf(CodeInvalid, "four eyes: %s proposed this compensation, so another reviewer must approve it", a.Actor)
-			}
-			if e.Type == EventReviewAction && e.Detail != nil && now.Sub(e.At) <= ttl {
-				var d struct{ Action, Fingerprint string }
-				if json.Unmarshal([]byte(*e.Detail), &d) == nil && d.Action == ActionApprove && d.Fingerprint == op.Fingerprint {
-					approvers[e.Actor] = true
-				}
-			}
+		if op.Compensates != nil && ProposerOf(evs) == a.Actor {
+			return errorf(CodeInvalid, "four eyes: %s proposed this compensation, so another reviewer must approve it", a.Actor)
 		}
-		if approvers[a.Actor] {
+		approvers := ApproversOf(op, evs, ttl, now)
+		if slices.Contains(approvers, a.Actor) {
 			return errorf(CodeInvalid, "%s has already approved this operation; %d approvals by different reviewers are required", a.Actor, required)
 		}
-		approvers[a.Actor] = true
+		approvers = append(approvers, a.Actor)
 		res.Count, res.Required = len(approvers), required
 		err := l.appendEvent(tx, now, eventInput{op: op, typ: EventReviewAction, actor: a.Actor,
 			detail: actionDetail(ActionApprove, a.Reason, map[string]any{"fingerprint": op.Fingerprint, "approvals": len(approvers), "required": required})})
@@ -185,6 +187,34 @@ func (l *Ledger) Approve(ctx context.Context, a Action, required int, ttl time.D
 	})
 	res.Op = op
 	return res, err
+}
+
+// ApproversOf lists, in the order they approved, the distinct reviewers whose approval of op
+// still counts at now: approvals recorded in its review_action events, bound to its current
+// fingerprint and no older than ttl. Approve counts with it; the console shows it.
+func ApproversOf(op *Operation, events []Event, ttl time.Duration, now time.Time) []string {
+	var out []string
+	for _, e := range events {
+		if e.Type != EventReviewAction || e.Detail == nil || now.Sub(e.At) > ttl || slices.Contains(out, e.Actor) {
+			continue
+		}
+		var d struct{ Action, Fingerprint string }
+		if json.Unmarshal([]byte(*e.Detail), &d) == nil && d.Action == ActionApprove && d.Fingerprint == op.Fingerprint {
+			out = append(out, e.Actor)
+		}
+	}
+	return out
+}
+
+// ProposerOf returns who recorded an operation (the actor of its created event): for a
+// compensation, the reviewer or agent who proposed it, who may not approve it (four eyes).
+func ProposerOf(events []Event) string {
+	for _, e := range events {
+		if e.Type == EventCreated {
+			return e.Actor
+		}
+	}
+	return ""
 }
 
 // LapseApprovals ends operations of tool that have awaited approval longer than ttl: an

@@ -60,16 +60,31 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 		return &Error{Code: CodeStale, Op: op,
 			Message: fmt.Sprintf("operation %s is no longer %s (or its lease was taken over)", op.ID, c.from)}
 	}
-	if op.ReviewID != nil && (c.from == StateUnknown || c.from == StateAwaitingApproval) {
-		// The question the review asked is answered: close it, saying by whom and how.
-		if err := resolveReview(tx, now, *op.ReviewID, c.actor, "operation moved to "+string(c.to)); err != nil {
+	var notices []notice
+	if c.from == StateUnknown || c.from == StateAwaitingApproval {
+		// The question any open review asked is answered: close it, saying by whom and how.
+		// By operation, not by the review id in op: a review may have been opened since op
+		// was read (the escalator runs beside a reconcile probe).
+		resolution := "operation moved to " + string(c.to)
+		resolved, err := resolveOpenReview(tx, now, op.ID, c.actor, resolution)
+		if err != nil {
 			return err
+		}
+		if resolved {
+			notices = append(notices, notice{typ: WebhookReviewResolved, withReview: true})
 		}
 		if next.Review != nil {
 			r := *next.Review
-			r.Status, r.ResolvedAt, r.ResolvedBy = ReviewResolved, ptr(now), ptr(c.actor)
+			r.Status, r.ResolvedAt, r.ResolvedBy, r.Resolution = ReviewResolved, ptr(now), ptr(c.actor), ptr(resolution)
 			next.Review = &r
 		}
+	}
+	if typ := operationEventFor(c.to); typ != "" {
+		notices = append(notices, notice{typ: typ})
+	}
+	// The notifications commit with the change, or neither does (SPEC §6a).
+	if err := l.announce(tx, now, &next, notices...); err != nil {
+		return err
 	}
 	ev := c.event
 	if ev == "" {
@@ -99,7 +114,9 @@ func setError(class, message string, status int) func(op *Operation) []string {
 	}
 }
 
-func resolveReview(tx *gorm.DB, now time.Time, id, actor, resolution string) error {
-	return tx.Model(&Review{}).Where("id = ? AND status = ?", id, ReviewOpen).
-		Updates(map[string]any{"status": ReviewResolved, "resolved_at": now, "resolved_by": actor, "resolution": resolution}).Error
+// resolveOpenReview closes the operation's open review, if any, and reports whether it did.
+func resolveOpenReview(tx *gorm.DB, now time.Time, operationID, actor, resolution string) (bool, error) {
+	res := tx.Model(&Review{}).Where("operation_id = ? AND status = ?", operationID, ReviewOpen).
+		Updates(map[string]any{"status": ReviewResolved, "resolved_at": now, "resolved_by": actor, "resolution": resolution})
+	return res.RowsAffected == 1, res.Error
 }

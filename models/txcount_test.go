@@ -244,10 +244,12 @@ func TestRoundTripsOfTheHappyPath(t *testing.T) {
 		assert.Equal(t, []string{"SELECT"}, got.outside, "outside transactions, only the key look-up:\n%s", describeTrips(created))
 		// Submit writes the operation, its created event, the attempt and its attempt_started
 		// event; FinishAttempt the attempt, its attempt_finished event, the operation and its
-		// state_changed event. On PostgreSQL each transaction ends by notifying the other
-		// replicas' waiters (pg_notify, delivered at commit).
+		// state_changed event, after looking up the tenant's webhook subscriptions (SPEC §6a:
+		// SUCCEEDED is announced in the same transaction; with no subscriber nothing more is
+		// written). On PostgreSQL each transaction ends by notifying the other replicas'
+		// waiters (pg_notify, delivered at commit).
 		submitTx := []string{"INSERT", "INSERT", "INSERT", "INSERT"}
-		finishTx := []string{"UPDATE", "INSERT", "UPDATE", "INSERT"}
+		finishTx := []string{"UPDATE", "INSERT", "UPDATE", "SELECT", "INSERT"}
 		if d == models.Postgres {
 			submitTx, finishTx = append(submitTx, "SELECT"), append(finishTx, "SELECT")
 		}

@@ -7,6 +7,8 @@
 // through package static, and puts data-testid attributes on what tests look for.
 package views
 
+import "slices"
+
 // Page is what the layout needs to know about the request a page answers.
 type Page struct {
 	// Title names the page; the layout appends the product name.
@@ -18,6 +20,9 @@ type Page struct {
 	CSRFToken string
 	// Nav names the active section, one of the Nav constants, or "" for none.
 	Nav string
+	// Scripts names embedded scripts (static files) the page loads, deferred. Pages work
+	// without them; they only enhance, such as the review queue's auto-refresh.
+	Scripts []string
 }
 
 // User is the signed-in user as the layout shows them.
@@ -26,8 +31,12 @@ type User struct {
 	Role  string
 }
 
-// RoleAdmin is the role that may see the Admin section.
-const RoleAdmin = "admin"
+// The roles the navigation tells apart: admins see Admin, auditors and admins the audit log
+// and exports.
+const (
+	RoleAdmin   = "admin"
+	RoleAuditor = "auditor"
+)
 
 // IsAdmin reports whether the user is an admin. A nil user is not.
 func (u *User) IsAdmin() bool { return u != nil && u.Role == RoleAdmin }
@@ -44,10 +53,11 @@ const (
 
 // navItem is one link of the main navigation.
 type navItem struct {
-	Section   string
-	Label     string
-	Href      string
-	AdminOnly bool
+	Section string
+	Label   string
+	Href    string
+	// Roles lists the roles that see the link; nil means every role.
+	Roles []string
 }
 
 // navItems lists the main navigation in the order it is shown.
@@ -55,16 +65,16 @@ var navItems = []navItem{
 	{Section: NavDashboard, Label: "Dashboard", Href: "/"},
 	{Section: NavReviews, Label: "Reviews", Href: "/reviews"},
 	{Section: NavOperations, Label: "Operations", Href: "/operations"},
-	{Section: NavAudit, Label: "Audit", Href: "/audit"},
-	{Section: NavExports, Label: "Exports", Href: "/exports"},
-	{Section: NavAdmin, Label: "Admin", Href: "/admin", AdminOnly: true},
+	{Section: NavAudit, Label: "Audit", Href: "/audit", Roles: []string{RoleAuditor, RoleAdmin}},
+	{Section: NavExports, Label: "Exports", Href: "/exports", Roles: []string{RoleAuditor, RoleAdmin}},
+	{Section: NavAdmin, Label: "Admin", Href: "/admin", Roles: []string{RoleAdmin}},
 }
 
 // visibleNav returns the navigation links the user may see.
 func visibleNav(u *User) []navItem {
 	out := make([]navItem, 0, len(navItems))
 	for _, it := range navItems {
-		if it.AdminOnly && !u.IsAdmin() {
+		if it.Roles != nil && (u == nil || !slices.Contains(it.Roles, u.Role)) {
 			continue
 		}
 		out = append(out, it)

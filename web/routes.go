@@ -2,13 +2,18 @@ package web
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/problems"
 	"github.com/idemgate/idemgate/static"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 )
+
+// consoleBodyLimit bounds console form posts: forms carry a few short fields.
+const consoleBodyLimit = "64K"
 
 // routes lists every route of the gateway, in one place.
 func routes(e *echo.Echo, cfg Config) {
@@ -37,6 +42,34 @@ func routes(e *echo.Echo, cfg Config) {
 	v1.POST("/operations/:id/cancel", api.Cancel)
 	v1.POST("/operations/:id/compensate", api.Compensate)
 	v1.GET("/tools", api.Tools)
+
+	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
+	// posts; all but the sign-in page need a signed-in user; /admin needs an admin.
+	sm := newSessionManager(cfg)
+	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now,
+		RefreshEvery: cfg.ReviewRefresh}
+	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
+	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
+	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{requireAdmin})
+
+	e.GET("/login", con.LoginForm, anyone...)
+	e.POST("/login", con.Login, anyone...)
+	e.POST("/logout", con.Logout, anyone...)
+	e.GET("/", con.Dashboard, signedIn...)
+	e.GET("/reviews", con.Reviews, signedIn...)
+	e.GET("/reviews/list", con.ReviewList, signedIn...)
+	e.GET("/operations", con.Operations, signedIn...)
+	e.GET("/operations/:id", con.Operation, signedIn...)
+	e.GET("/workflows/:run", con.Workflow, signedIn...)
+	e.GET("/admin", con.Admin, admin...)
+	e.POST("/admin/tenants", con.CreateTenant, admin...)
+	e.POST("/admin/keys", con.CreateAPIKey, admin...)
+	e.POST("/admin/keys/:id/revoke", con.RevokeAPIKey, admin...)
+	e.POST("/admin/users", con.CreateUser, admin...)
+	e.GET("/admin/webhooks", con.Webhooks, admin...)
+	e.POST("/admin/webhooks", con.CreateWebhook, admin...)
+	e.POST("/admin/webhooks/:id/delete", con.DeleteWebhook, admin...)
+	e.POST("/admin/webhooks/deliveries/:id/redeliver", con.Redeliver, admin...)
 
 	if cfg.Sandbox != nil {
 		sb := echo.WrapHandler(http.StripPrefix("/sandbox", cfg.Sandbox))

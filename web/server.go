@@ -31,12 +31,61 @@ type Config struct {
 	// Sandbox, when set, is mounted under /sandbox/ (serve --demo).
 	Sandbox http.Handler
 	Log     *slog.Logger
+
+	// SessionKey signs and encrypts the console's session cookie (IDEMGATE_SESSION_KEY).
+	// Empty: a random key for this process only, so sessions end at restart.
+	SessionKey string
+	// SessionIdle and SessionLifetime end a console session after that long without
+	// activity, and that long after sign-in (defaults DefaultSessionIdle and
+	// DefaultSessionLifetime).
+	SessionIdle     time.Duration
+	SessionLifetime time.Duration
+	// LoginLimits bound failed sign-ins (default models.DefaultLoginLimits).
+	LoginLimits models.LoginLimits
+	// TrustProxy says a reverse proxy terminates TLS in front of the server: its
+	// X-Forwarded-Proto decides the session cookie's Secure flag, and X-Forwarded-For the
+	// client address that failed sign-ins are counted by. Without it both headers are
+	// ignored, because any client could send them.
+	TrustProxy bool
+	// Now is the console's clock (sessions, ages); nil means the wall clock.
+	Now func() time.Time
+	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
+	ReviewRefresh time.Duration
+}
+
+// withDefaults fills the zero fields of cfg.
+func (cfg Config) withDefaults() Config {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionKey == "" {
+		cfg.SessionKey = randomToken()
+		cfg.Log.Warn("no session key configured: console sessions last only as long as this process")
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = DefaultSessionLifetime
+	}
+	if cfg.LoginLimits == (models.LoginLimits{}) {
+		cfg.LoginLimits = models.DefaultLoginLimits
+	}
+	return cfg
 }
 
 // New returns the Echo instance serving the gateway.
 func New(cfg Config) *echo.Echo {
+	cfg = cfg.withDefaults()
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect()
+	if cfg.TrustProxy {
+		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	}
 	e.HTTPErrorHandler = errorHandler(cfg.Log)
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(recoverer(cfg.Log))
@@ -96,22 +145,66 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		p := handlers.ProblemFrom(err)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
-		if p.Slug == problems.Internal || p.Slug == problems.LedgerUnavailable {
-			log.Error("request failed", "err", err, "path", c.Request().URL.Path, "request_id", reqID)
-		}
 		var werr error
-		if wantsPage(c.Request()) {
+		if console, _ := c.Get(ctxConsole).(bool); console {
+			// Console routes always answer with a page, whatever the client accepts.
+			status, message := pageError(err)
+			if status >= 500 {
+				log.Error("console request failed", "err", err, "path", c.Request().URL.Path, "request_id", reqID)
+			}
+			c.Response().Header().Set("Cache-Control", "no-store")
+			if status == http.StatusServiceUnavailable {
+				c.Response().Header().Set("Retry-After", "2")
+			}
+			werr = render(c, status, views.ErrorPage(status, message))
+		} else if p := handlers.ProblemFrom(err); wantsPage(c.Request()) {
+			logProblem(log, p, err, c, reqID)
 			t, _ := problems.Lookup(p.Slug)
 			werr = render(c, t.Status, views.ErrorPage(t.Status, t.Title))
 		} else {
+			logProblem(log, p, err, c, reqID)
 			werr = handlers.WriteProblem(c, p)
 		}
 		if werr != nil {
 			log.Error("writing error answer", "err", werr, "request_id", reqID)
 		}
 	}
+}
+
+func logProblem(log *slog.Logger, p *handlers.Problem, err error, c echo.Context, reqID string) {
+	if p.Slug == problems.Internal || p.Slug == problems.LedgerUnavailable {
+		log.Error("request failed", "err", err, "path", c.Request().URL.Path, "request_id", reqID)
+	}
+}
+
+// pageError is the status and message of the console's error page for err. Messages of
+// echo errors and of the ledger's refusals are written for people; anything else is
+// answered without detail.
+func pageError(err error) (int, string) {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg, _ := he.Message.(string)
+		if msg == http.StatusText(he.Code) {
+			msg = ""
+		}
+		return he.Code, msg
+	}
+	var lerr *models.Error
+	errors.As(err, &lerr)
+	switch models.ErrorCode(err) {
+	case models.CodeNotFound:
+		return http.StatusNotFound, ""
+	case models.CodeInvalid:
+		return http.StatusBadRequest, lerr.Message
+	case models.CodeConflict, models.CodeStale:
+		return http.StatusConflict, lerr.Message
+	case models.CodeThrottled:
+		return http.StatusTooManyRequests, ""
+	case models.CodeUnavailable:
+		return http.StatusServiceUnavailable, "The ledger cannot be reached right now; nothing was changed. Try again in a moment."
+	}
+	return http.StatusInternalServerError, ""
 }
 
 // wantsPage reports whether a person, not a program, is asking: a browser request outside the

@@ -23,18 +23,30 @@ func main() {
 const usage = `idemgate — an execution gateway that makes agents' state-changing tool calls safe to retry.
 
 Usage:
-  idemgate serve [--demo] [--addr ADDR] [--tools FILE]   run the API, console and recovery jobs
+  idemgate serve [--demo] [--addr ADDR] [--tools FILE] [--trust-proxy]
+                                                          run the API, console and recovery jobs
   idemgate worker [--tools FILE]                          run the recovery jobs only
   idemgate migrate                                        apply pending schema migrations
   idemgate tenant create NAME
   idemgate apikey create --tenant NAME --principal NAME [--tools a,b|*]
   idemgate apikey revoke PREFIX
+  idemgate export --format csv|ndjson [--tenant T] [--from T] [--to T] [--state S] [--tool N]
+                                                          operation histories to standard output
+  idemgate audit verify [--export FILE [--ledger]]        check the audit chain, or an export file
+  idemgate user create --email E --role reviewer|auditor|admin [--tenants a,b]
+                                                          password: first line of standard input
+  idemgate webhook create --tenant T --url U --events a,b [--allow-private]
+                                                          subscribe a URL; prints the signing secret once
+  idemgate webhook list [--tenant T] | webhook delete ID
 
 Environment:
   IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db)
   IDEMGATE_ADDR          listen address (default 127.0.0.1:8080)
   IDEMGATE_TOOLS         tools file (default: the built-in demo catalogue)
   IDEMGATE_DEMO=1        same as --demo
+  IDEMGATE_SESSION_KEY   secret (32+ characters) for console session cookies (default: one
+                         generated and kept in the database)
+  IDEMGATE_TRUST_PROXY=1 same as serve --trust-proxy
   IDEMGATE_LOG_LEVEL     debug, info, warn or error (default info)
 `
 
@@ -56,6 +68,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.tenant(ctx, args[1:])
 	case "apikey":
 		return env.apikey(ctx, args[1:])
+	case "export":
+		return env.export(ctx, args[1:])
+	case "audit":
+		return env.audit(ctx, args[1:])
+	case "user":
+		return env.user(ctx, args[1:])
+	case "webhook":
+		return env.webhook(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/opview"
 	"github.com/idemgate/idemgate/sandbox"
 	"github.com/idemgate/idemgate/web"
 	"golang.org/x/sync/errgroup"
@@ -30,6 +31,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	rateLimit := fs.Float64("rate-limit", 100, "requests per second per principal (0: unlimited)")
 	poll := fs.Duration("poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
 	leaseMargin := fs.Duration("lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
+	webhookWindow := fs.Duration("webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
+	trustProxy := fs.Bool("trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY") == "1", "a reverse proxy terminates TLS: trust its X-Forwarded-Proto and X-Forwarded-For")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +57,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		return err
 	}
 	defer closeDB()
+	ledger.RenderWith(opview.Payloads(cat)) // webhook payloads show operations as the API does, masked
 
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin, Log: log})
 	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
@@ -62,9 +66,15 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	recovery := jobs.NewRecovery(exec, jobs.RecoveryConfig{})
 	g.Go(func() error { dispatcher.Run(gctx); return nil })
 	g.Go(func() error { recovery.Run(gctx); return nil })
+	publisher := jobs.NewPublisher(jobs.PublisherConfig{Ledger: ledger, Worker: exec.Worker(), Window: *webhookWindow, Log: log})
+	g.Go(func() error { publisher.Run(gctx); return nil })
 	g.Go(func() error { ledger.Listen(gctx, env.getenv("IDEMGATE_DATABASE_URL"), log); return nil })
 	if withHTTP {
-		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log}
+		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log,
+			TrustProxy: *trustProxy}
+		if cfg.SessionKey, err = env.sessionKey(ctx, ledger, log); err != nil {
+			return err
+		}
 		if *demo {
 			cfg.Sandbox = sandbox.New()
 			if err := env.setUpDemo(ctx, ledger, baseURL); err != nil {
@@ -113,10 +123,15 @@ func (env *environment) setUpDemo(ctx context.Context, l *models.Ledger, baseURL
 			return err
 		}
 	}
+	password, err := env.demoReviewer(ctx, l)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(env.stdout, `
 Demo tenant "demo" is ready.
   API key:  %[2]s
   Sandbox:  %[1]s/sandbox/   (the downstream the demo tools call; inject faults there)
+  Console:  %[1]s/login   as %[3]s with password %[4]s
 
 Try a refund (run it twice: the second answer is a replay, and the sandbox counts one refund):
   curl -s %[1]s/v1/operations \
@@ -125,7 +140,7 @@ Try a refund (run it twice: the second answer is a replay, and the sandbox count
     -H 'Content-Type: application/json' \
     -d '{"tool":"refunds.issue","params":{"order_id":"1042","amount_cents":1999,"currency":"EUR"}}'
 
-`, baseURL, secret)
+`, baseURL, secret, demoReviewerEmail, password)
 	return nil
 }
 

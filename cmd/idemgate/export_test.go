@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// exportToolsYAML is the catalogue the export commands mask with: card_number is sensitive.
+const exportToolsYAML = `
+tools:
+  - name: payments.charge
+    description: Charge a card
+    effect: write
+    params_schema:
+      type: object
+      properties:
+        card_number: {type: string}
+        memo: {type: string}
+    sensitive_params: [card_number]
+    http:
+      url: http://127.0.0.1:9/charge
+`
+
+const cliCard = "4111111111111111"
+
+// cliLedger is a database with operations of two tenants, and the environment of commands run
+// against it.
+type cliLedger struct {
+	dsn   string
+	tools string
+	l     *models.Ledger
+}
+
+func newCLILedger(t *testing.T, d models.Dialect) *cliLedger {
+	t.Helper()
+	ctx := context.Background()
+	c := &cliLedger{dsn: testdb.DSN(t, d), tools: filepath.Join(t.TempDir(), "tools.yaml")}
+	require.NoError(t, os.WriteFile(c.tools, []byte(exportToolsYAML), 0o600))
+	db, dialect, err := models.Open(ctx, c.dsn)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	require.NoError(t, models.Migrate(ctx, db, dialect))
+	c.l = models.New(db, dialect, nil)
+	for i, tenant := range []string{"acme", "globex"} {
+		_, err := c.l.CreateTenant(ctx, tenant)
+		require.NoError(t, err)
+		k, err := c.l.CreateAPIKey(ctx, tenant, "agent", nil)
+		require.NoError(t, err)
+		caller, err := c.l.Authenticate(ctx, k.Secret)
+		require.NoError(t, err)
+		for j := range 2 + i {
+			_, err := c.l.Submit(ctx, models.NewOperation{Tenant: tenant, PrincipalID: caller.PrincipalID, APIKeyID: caller.Key.ID,
+				Key: "k" + string(rune('a'+j)), Tool: "payments.charge", Fingerprint: "sha256:x",
+				Params: []byte(`{"card_number":"` + cliCard + `","memo":"=1+1"}`), Actor: caller.Actor()})
+			require.NoError(t, err)
+		}
+	}
+	return c
+}
+
+// run runs one command against the ledger and returns what it printed.
+func (c *cliLedger) run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vars := map[string]string{"IDEMGATE_DATABASE_URL": c.dsn, "IDEMGATE_TOOLS": c.tools}
+	var out, errOut bytes.Buffer
+	err = run(ctx, args, func(k string) string { return vars[k] }, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// exportFile runs an NDJSON export into a file and returns its path.
+func (c *cliLedger) exportFile(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _, err := c.run(t, append([]string{"export", "--format", "ndjson"}, args...)...)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "export.ndjson")
+	require.NoError(t, os.WriteFile(path, []byte(out), 0o600))
+	return path
+}
+
+func TestExportCommand(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		c := newCLILedger(t, d)
+		t.Run("ndjson", func(t *testing.T) {
+			out, stderr, err := c.run(t, "export", "--format", "ndjson")
+			require.NoError(t, err)
+			assert.NotContains(t, out, cliCard)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			require.Len(t, lines, 6, "5 operations and the trailer")
+			for _, l := range lines {
+				assert.True(t, json.Valid([]byte(l)), l)
+			}
+			assert.Contains(t, lines[5], `"actor":"cli"`)
+			assert.Contains(t, stderr, "exported 5 operations")
+		})
+		t.Run("csv with every filter", func(t *testing.T) {
+			today := time.Now().UTC().Format(time.DateOnly)
+			out, _, err := c.run(t, "export", "--format", "csv", "--tenant", "globex", "--state", "pending",
+				"--tool", "payments.charge", "--from", "2020-01-01", "--to", today)
+			require.NoError(t, err)
+			assert.NotContains(t, out, cliCard)
+			rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+			require.NoError(t, err)
+			require.Len(t, rows, 1+3+1, "header, one created event for each of globex's 3 operations, trailer")
+			for _, r := range rows[1:4] {
+				assert.Equal(t, "globex", r[1])
+			}
+			assert.Equal(t, "#chain_head", rows[4][0])
+		})
+		t.Run("an RFC 3339 range that excludes everything", func(t *testing.T) {
+			out, stderr, err := c.run(t, "export", "--format", "ndjson", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-02T00:00:00+02:00")
+			require.NoError(t, err)
+			assert.Equal(t, 1, strings.Count(out, "\n"), "the trailer alone")
+			assert.Contains(t, stderr, "exported 0 operations")
+		})
+		for name, args := range map[string][]string{
+			"no format":      {},
+			"unknown format": {"--format", "xml"},
+			"bad from":       {"--format", "csv", "--from", "yesterday"},
+			"bad to":         {"--format", "csv", "--to", "2026-13-01"},
+			"unknown state":  {"--format", "csv", "--state", "DONE"},
+			"unknown tenant": {"--format", "csv", "--tenant", "initech"},
+			"empty range":    {"--format", "csv", "--from", "2026-02-01", "--to", "2026-01-01"},
+			"extra argument": {"--format", "csv", "acme"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				out, _, err := c.run(t, append([]string{"export"}, args...)...)
+				require.Error(t, err)
+				assert.Empty(t, out)
+			})
+		}
+	})
+}

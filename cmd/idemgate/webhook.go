@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/idemgate/idemgate/models"
+)
+
+// cliActor is how command-line changes appear in the audit log.
+const cliActor = "cli"
+
+const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private] | list [--tenant T] | delete ID"
+
+// webhook runs `idemgate webhook create|list|delete` (SPEC §9).
+func (env *environment) webhook(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%s", webhookUsage)
+	}
+	switch args[0] {
+	case "create":
+		return env.webhookCreate(ctx, args[1:])
+	case "list":
+		return env.webhookList(ctx, args[1:])
+	case "delete":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: idemgate webhook delete ID")
+		}
+		return env.webhookDelete(ctx, args[1])
+	}
+	return fmt.Errorf("unknown webhook command %q; %s", args[0], webhookUsage)
+}
+
+func (env *environment) webhookCreate(ctx context.Context, args []string) error {
+	fs := newFlagSet("webhook create", env.stderr)
+	tenant := fs.String("tenant", "", "tenant whose events are sent (required)")
+	url := fs.String("url", "", "http or https URL that receives them (required)")
+	events := fs.String("events", "", "comma-separated event types: "+strings.Join(models.WebhookEventTypes, ", ")+" (required)")
+	allowPrivate := fs.Bool("allow-private", false, "allow a target on loopback or private addresses")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tenant == "" || *url == "" || *events == "" || fs.NArg() > 0 {
+		return fmt.Errorf("usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private]")
+	}
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	w, err := l.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: cliActor},
+		models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate})
+	if err != nil {
+		return err
+	}
+	s := w.Subscription
+	fmt.Fprintf(env.stdout, "webhook %s created for tenant %s\n  url:    %s\n  events: %s\nsigning secret, shown once:\n%s\n",
+		s.ID, s.Tenant, s.URL, s.Events, w.Secret)
+	return nil
+}
+
+func (env *environment) webhookList(ctx context.Context, args []string) error {
+	fs := newFlagSet("webhook list", env.stderr)
+	tenant := fs.String("tenant", "", "only this tenant's subscriptions")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("usage: idemgate webhook list [--tenant T]")
+	}
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	subs, err := l.Webhooks(ctx, models.Scope{}, *tenant)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tURL\tEVENTS\tPRIVATE\tCREATED")
+	for _, s := range subs {
+		private := "no"
+		if s.AllowPrivate {
+			private = "allowed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Tenant, s.URL, s.Events, private, s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return tw.Flush()
+}
+
+func (env *environment) webhookDelete(ctx context.Context, id string) error {
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	s, err := l.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: cliActor}, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "webhook %s of tenant %s deleted; its pending deliveries will not be sent\n", s.ID, s.Tenant)
+	return nil
+}

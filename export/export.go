@@ -1,0 +1,200 @@
+// Package export writes operation histories for auditors (SPEC §8): CSV (one row per event) or
+// NDJSON (one operation per line with its events and attempts), streamed from the ledger in
+// batches so memory stays constant however large the export. Every export is anchored in the
+// audit chain: it appends an export.created entry recording the filter, the counts and the
+// SHA-256 of the bytes written, and ends with a trailer carrying that entry, so the file can be
+// checked offline (VerifyFile) and against the live chain.
+package export
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/opview"
+)
+
+// Format is an export's file format.
+type Format string
+
+// The formats.
+const (
+	CSV    Format = "csv"
+	NDJSON Format = "ndjson"
+)
+
+// ParseFormat returns the format named s.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case CSV, NDJSON:
+		return f, nil
+	}
+	return "", fmt.Errorf("export: unknown format %q (want csv or ndjson)", s)
+}
+
+// ContentType is the media type to serve an export of this format with.
+func (f Format) ContentType() string {
+	if f == CSV {
+		return "text/csv; charset=utf-8"
+	}
+	return "application/x-ndjson"
+}
+
+// ActionCreated is the audit action of an export. A finished export's entry has outcome ok; an
+// export that failed after it started reading has one with outcome failed, since part of the
+// data may have left.
+const ActionCreated = "export.created"
+
+// DefaultBatchSize is how many operations are read per query.
+const DefaultBatchSize = 500
+
+// Exporter writes operation histories from a ledger, masking params with the catalogue's rules.
+type Exporter struct {
+	Ledger  *models.Ledger
+	Catalog *catalog.Catalog
+	// BatchSize is how many operations each read fetches; 0 means DefaultBatchSize.
+	BatchSize int
+}
+
+// Request says what to export and on whose behalf.
+type Request struct {
+	Format Format
+	Filter Filter
+	// Actor is recorded in the audit entry: user:<email> from the console, cli from the
+	// command line.
+	Actor     string
+	RequestID string
+}
+
+// Result describes a finished export.
+type Result struct {
+	Operations int64
+	Events     int64
+	// SHA256 is the hex SHA-256 of every byte written before the trailer.
+	SHA256 string
+	// Entry is the export's audit entry, which the trailer carries.
+	Entry *models.AuditEntry
+}
+
+// body is the format-specific writer of an export's operations and trailer.
+type body interface {
+	// operation writes one operation with its timeline and returns how many events it wrote.
+	operation(eo models.ExportedOperation, v opview.Operation) (int, error)
+	// close flushes everything the digest covers.
+	close() error
+	// trailer writes the trailer to w, outside the digest.
+	trailer(w io.Writer, t Trailer) error
+}
+
+// Write streams the export req asks for to w, appends its audit entry, and ends with the
+// trailer. Nothing is written for an invalid request. When the export fails after it started,
+// the returned error says so and an audit entry with outcome failed records the attempt; w then
+// holds a truncated export without trailer, which VerifyFile rejects.
+func (x *Exporter) Write(ctx context.Context, w io.Writer, req Request) (Result, error) {
+	req.Filter = req.Filter.normalized()
+	if err := req.Filter.validate(); err != nil {
+		return Result{}, err
+	}
+	if _, err := ParseFormat(string(req.Format)); err != nil {
+		return Result{}, err
+	}
+	filter, err := json.Marshal(req.Filter)
+	if err != nil {
+		return Result{}, fmt.Errorf("export: encode filter: %w", err)
+	}
+	out := bufio.NewWriterSize(w, 64<<10)
+	digest := sha256.New()
+	b, err := newBody(req.Format, io.MultiWriter(out, digest))
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := x.writeBody(ctx, b, req.Filter)
+	if err == nil {
+		err = b.close()
+	}
+	if err == nil {
+		// The body reaches w before the entry is appended: an entry with outcome ok means the
+		// reader was handed every byte it vouches for.
+		if err = out.Flush(); err != nil {
+			err = fmt.Errorf("export: write: %w", err)
+		}
+	}
+	res.SHA256 = hex.EncodeToString(digest.Sum(nil))
+	if err != nil {
+		_ = out.Flush() // what was produced is the caller's; the missing trailer marks it incomplete
+		return res, x.auditFailure(ctx, req, filter, res, err)
+	}
+	res.Entry, err = x.Ledger.Audit(ctx, x.auditInput(req, filter, res, "ok", ""))
+	if err != nil {
+		return res, fmt.Errorf("export: anchor in the audit log: %w", err)
+	}
+	if err := b.trailer(out, newTrailer(filter, res.SHA256, res.Entry)); err != nil {
+		return res, err
+	}
+	if err := out.Flush(); err != nil {
+		return res, fmt.Errorf("export: write: %w", err)
+	}
+	return res, nil
+}
+
+func newBody(f Format, w io.Writer) (body, error) {
+	if f == CSV {
+		return newCSVBody(w)
+	}
+	return newNDJSONBody(w), nil
+}
+
+// writeBody pages through the matching operations by id and writes each one.
+func (x *Exporter) writeBody(ctx context.Context, b body, f Filter) (Result, error) {
+	size := x.BatchSize
+	if size <= 0 {
+		size = DefaultBatchSize
+	}
+	var res Result
+	after := ""
+	for {
+		batch, err := x.Ledger.ExportBatch(ctx, f.ledger(), after, size)
+		if err != nil {
+			return res, fmt.Errorf("export: read operations: %w", err)
+		}
+		for _, eo := range batch {
+			n, err := b.operation(eo, opview.Render(x.Catalog, eo.Op))
+			if err != nil {
+				return res, err
+			}
+			res.Operations++
+			res.Events += int64(n)
+		}
+		if len(batch) < size {
+			return res, nil
+		}
+		after = batch[len(batch)-1].Op.ID
+	}
+}
+
+func (x *Exporter) auditInput(req Request, filter json.RawMessage, res Result, outcome, failure string) models.AuditInput {
+	d := map[string]any{"filter": filter, "format": req.Format, "operations": res.Operations,
+		"events": res.Events, "export_sha256": res.SHA256}
+	if failure != "" {
+		d["error"] = failure
+	}
+	return models.AuditInput{Actor: req.Actor, Action: ActionCreated, Tenant: req.Filter.Tenant, Outcome: outcome,
+		RequestID: req.RequestID, Detail: d}
+}
+
+// auditFailure records an export that broke off. It is recorded even when ctx was cancelled
+// (a client that went away is the common cause), since part of the data may have left.
+func (x *Exporter) auditFailure(ctx context.Context, req Request, filter json.RawMessage, res Result, cause error) error {
+	_, err := x.Ledger.Audit(context.WithoutCancel(ctx), x.auditInput(req, filter, res, "failed", cause.Error()))
+	if err != nil {
+		return errors.Join(cause, fmt.Errorf("export: record the failed export in the audit log: %w", err))
+	}
+	return cause
+}

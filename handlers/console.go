@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Console serves the review console's pages (SPEC §7). The web layer resolves the session
+// and checks CSRF tokens, roles and sign-in before these handlers run; they read the
+// signed-in user from the request context and pass the user's scope to every ledger read.
+type Console struct {
+	Ledger   *models.Ledger
+	Catalog  *catalog.Catalog
+	Sessions Sessions
+	// Executor builds compensations that reviewers propose; nil refuses proposals.
+	Executor *jobs.Executor
+	// Log receives what cannot be shown to the user, such as an audit entry that could not be
+	// written.
+	Log *slog.Logger
+	// Limits bound failed sign-ins.
+	Limits models.LoginLimits
+	// Now is the clock pages measure ages against.
+	Now func() time.Time
+	// RefreshEvery is how often the review queue reloads its list (default 15 s).
+	RefreshEvery time.Duration
+}
+
+// Sessions starts and ends console sessions and carries one-time messages between a POST
+// and the page it redirects to. The web layer implements it over its session cookie.
+type Sessions interface {
+	// SignIn starts a new session of u, replacing whatever session the browser had (new
+	// token, new CSRF token), so that a session fixed before sign-in is worthless after.
+	SignIn(c echo.Context, u *models.User) error
+	// SignOut ends the browser's session for good.
+	SignOut(c echo.Context) error
+	// SetFlash keeps f for the next page the browser asks for.
+	SetFlash(c echo.Context, f Flash)
+	// TakeFlash returns and forgets the kept flash; ok is false when there is none.
+	TakeFlash(c echo.Context) (f Flash, ok bool)
+}
+
+// Flash is a one-time message shown after a redirect. Secret, when set, is a credential shown
+// this once (a new API key); it travels only inside the encrypted session cookie.
+type Flash struct {
+	Kind      string `json:"kind"`
+	Message   string `json:"message"`
+	Tenant    string `json:"tenant,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Tools     string `json:"tools,omitempty"`
+	Secret    string `json:"secret,omitempty"`
+}
+
+// Viewer is the signed-in console user.
+type Viewer struct {
+	ID        string
+	Email     string
+	Role      models.Role
+	Scope     models.Scope
+	CSRFToken string
+}
+
+// Actor is how the viewer appears on timelines and in the audit log.
+func (v *Viewer) Actor() string { return "user:" + v.Email }
+
+type viewerKey struct{}
+type csrfKey struct{}
+
+// WithViewer returns ctx carrying the signed-in user; the web layer sets it.
+func WithViewer(ctx context.Context, v *Viewer) context.Context {
+	return context.WithValue(ctx, viewerKey{}, v)
+}
+
+// ViewerFrom returns the signed-in user of the request, or nil.
+func ViewerFrom(ctx context.Context) *Viewer {
+	v, _ := ctx.Value(viewerKey{}).(*Viewer)
+	return v
+}
+
+// WithCSRFToken returns ctx carrying the session's CSRF token, for forms shown before sign-in.
+func WithCSRFToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, csrfKey{}, token)
+}
+
+// CSRFTokenFrom returns the session's CSRF token of the request.
+func CSRFTokenFrom(ctx context.Context) string {
+	t, _ := ctx.Value(csrfKey{}).(string)
+	return t
+}
+
+// currentViewer returns the signed-in user. The routes guarantee one; a missing one is a wiring bug,
+// answered as "not signed in" rather than a panic.
+func currentViewer(c echo.Context) (*Viewer, error) {
+	v := ViewerFrom(c.Request().Context())
+	if v == nil {
+		return nil, echo.NewHTTPError(http.StatusUnauthorized, "Sign in to continue.")
+	}
+	return v, nil
+}
+
+// layoutPage is the layout's view of the request for a signed-in page in section nav.
+func layoutPage(v *Viewer, title, nav string) views.Page {
+	return views.Page{Title: title, User: &views.User{Email: v.Email, Role: string(v.Role)}, CSRFToken: v.CSRFToken, Nav: nav}
+}
+
+// renderPage writes a console page. Console pages show money and credentials: no cache may keep
+// them.
+func renderPage(c echo.Context, status int, comp templ.Component) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(status)
+	return comp.Render(c.Request().Context(), c.Response())
+}
+
+func (h *Console) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
+}

@@ -1,0 +1,228 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// The review actions (SPEC §7) are form posts from the operation page, one route each, allowed
+// to reviewers and admins (the routes check the role) on operations within their tenants (any
+// other is 404). Every action carries a reason and the state the reviewer saw (expected_state):
+// if the operation moved meanwhile the ledger refuses, and nothing changes. A success redirects
+// back to a page (post/redirect/get, so reloading repeats nothing) with its outcome in the
+// session's flash; a refusal answers with the operation page as it is now, the refused form
+// open with what was typed, and an audit entry with outcome refused.
+
+// actionRequest is one submitted action form.
+type actionRequest struct {
+	models.Action
+	Rec   *models.OperationRecord
+	Input views.ActionInput
+}
+
+// actionDone is how a successful action is reported: Message in a notice on Redirect (default:
+// the operation's page).
+type actionDone struct {
+	Message  string
+	Kind     views.NoticeKind
+	Redirect string
+}
+
+// actionFunc performs one action through the ledger.
+type actionFunc func(ctx context.Context, r actionRequest) (actionDone, error)
+
+// ConfirmSucceeded records a reviewer's finding that an UNKNOWN operation took effect.
+func (h *Console) ConfirmSucceeded(c echo.Context) error {
+	return h.act(c, models.ActionConfirmSucceeded, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		var result []byte
+		if s := strings.TrimSpace(r.Input.Result); s != "" {
+			result = []byte(s)
+		}
+		_, err := h.Ledger.ConfirmSucceeded(ctx, r.Action, r.Input.Reference, result)
+		return actionDone{Message: "Recorded as SUCCEEDED with downstream reference " + strings.TrimSpace(r.Input.Reference) +
+			". Nothing will be sent again."}, err
+	})
+}
+
+// ConfirmNotExecuted records a reviewer's finding that an UNKNOWN operation did not take effect;
+// it is retried.
+func (h *Console) ConfirmNotExecuted(c echo.Context) error {
+	return h.act(c, models.ActionConfirmNotExecuted, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		_, err := h.Ledger.ConfirmNotExecuted(ctx, r.Action)
+		return actionDone{Message: "Recorded as not executed. The operation is PENDING again and will be sent to the downstream shortly."}, err
+	})
+}
+
+// MarkFailed ends an UNKNOWN operation as FAILED_FINAL.
+func (h *Console) MarkFailed(c echo.Context) error {
+	return h.act(c, models.ActionMarkFailed, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		_, err := h.Ledger.MarkFailed(ctx, r.Action)
+		return actionDone{Message: "Marked FAILED_FINAL. It will not be sent again."}, err
+	})
+}
+
+// ReconcileNow asks for a reconciliation probe of an UNKNOWN operation at once.
+func (h *Console) ReconcileNow(c echo.Context) error {
+	return h.act(c, models.ActionReconcileNow, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		_, err := h.Ledger.ReconcileNow(ctx, r.Action)
+		return actionDone{Message: "A reconciliation probe will ask the downstream shortly. Its outcome appears on the timeline; reload to see it.",
+			Kind: views.NoticeInfo}, err
+	})
+}
+
+// Reject ends an operation awaiting approval as FAILED_FINAL.
+func (h *Console) Reject(c echo.Context) error {
+	return h.act(c, models.ActionReject, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		_, err := h.Ledger.Reject(ctx, r.Action)
+		return actionDone{Message: "Rejected. The operation is FAILED_FINAL and will not be sent."}, err
+	})
+}
+
+// Approve records a reviewer's approval; with the tool's count of distinct reviewers reached,
+// the operation runs. A tool no longer in the catalogue cannot be approved: how many approvals
+// it needs is unknown.
+func (h *Console) Approve(c echo.Context) error {
+	return h.act(c, models.ActionApprove, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		tool, ok := h.Catalog.Get(r.Rec.Op.Tool)
+		if !ok {
+			return actionDone{}, &models.Error{Code: models.CodeInvalid,
+				Message: "the tool " + r.Rec.Op.Tool + " is no longer in the catalogue, so it cannot be approved; reject it instead"}
+		}
+		res, err := h.Ledger.Approve(ctx, r.Action, requiredApprovals(r.Rec.Op, tool), tool.Review.ApprovalTTL)
+		if err != nil {
+			return actionDone{}, err
+		}
+		if res.Count < res.Required {
+			return actionDone{Message: fmt.Sprintf("Approval recorded: %d of %d. It waits for %s from other reviewers.",
+				res.Count, res.Required, moreApprovals(res.Required-res.Count))}, nil
+		}
+		return actionDone{Message: fmt.Sprintf("Approved (%d of %d). The operation is PENDING and will be sent to the downstream shortly.",
+			res.Count, res.Required)}, nil
+	})
+}
+
+// ProposeCompensation records the compensation of a SUCCEEDED operation, awaiting another
+// reviewer's approval, and goes to it. A proposal for an operation already compensated goes to
+// the existing compensation, so a repeated form changes nothing.
+func (h *Console) ProposeCompensation(c echo.Context) error {
+	return h.act(c, ActionProposeCompensation, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		op := r.Rec.Op
+		switch {
+		case h.Executor == nil:
+			return actionDone{}, echo.NewHTTPError(http.StatusServiceUnavailable, "This console cannot build compensations; nothing was changed.")
+		case op.CompensatedBy != nil:
+			return actionDone{Kind: views.NoticeInfo, Redirect: OperationHref(*op.CompensatedBy),
+				Message: "This operation already has this compensation; nothing new was proposed."}, nil
+		case strings.TrimSpace(r.Reason) == "":
+			return actionDone{}, &models.Error{Code: models.CodeInvalid, Message: "a reason is required"}
+		case op.State != r.ExpectedState || op.State != models.StateSucceeded:
+			return actionDone{}, &models.Error{Code: models.CodeStale, Op: op}
+		}
+		comp, err := h.Executor.ProposeCompensation(ctx, op, r.Actor)
+		if err != nil {
+			return actionDone{}, err
+		}
+		h.audit(c, models.AuditInput{Actor: r.Actor, Action: models.AuditProposeCompensation, Tenant: op.Tenant, OperationID: op.ID,
+			Detail: map[string]any{"reason": strings.TrimSpace(r.Reason), "compensation": comp.ID, "tool": comp.Tool}})
+		return actionDone{Redirect: OperationHref(comp.ID),
+			Message: "Compensation proposed. It waits for approval by a reviewer other than you before it runs."}, nil
+	})
+}
+
+// act runs one action on the operation of the request's :id and answers as described above.
+func (h *Console) act(c echo.Context, name string, do actionFunc) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id, err := url.PathUnescape(c.Param("id"))
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, id)
+	if err != nil {
+		return err
+	}
+	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
+		Result: c.FormValue("result")}}
+	r.Action = models.Action{Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,
+		ExpectedState: models.State(c.FormValue("expected_state")), RequestID: RequestID(c)}
+	var done actionDone
+	if r.ExpectedState == "" {
+		err = &models.Error{Code: models.CodeInvalid, Message: "the form did not say which state you saw; reload the page and decide again"}
+	} else {
+		done, err = do(ctx, r)
+	}
+	switch models.ErrorCode(err) {
+	case "":
+		if done.Kind == "" {
+			done.Kind = views.NoticeSuccess
+		}
+		if done.Redirect == "" {
+			done.Redirect = OperationHref(rec.Op.ID)
+		}
+		h.Sessions.SetFlash(c, Flash{Kind: string(done.Kind), Message: done.Message})
+		return c.Redirect(http.StatusSeeOther, done.Redirect)
+	case models.CodeStale, models.CodeInvalid, models.CodeNotCompensable:
+		return h.refuseAction(c, v, name, r, err)
+	}
+	return err
+}
+
+// refuseAction records the refusal and shows the operation as it is now, with why nothing
+// changed. After a stale refusal the form the reviewer used may no longer apply, so nothing is
+// kept; otherwise it opens again with what was typed.
+func (h *Console) refuseAction(c echo.Context, v *Viewer, name string, r actionRequest, cause error) error {
+	status, message := http.StatusUnprocessableEntity, sentence(errDetail(cause))
+	if code := models.ErrorCode(cause); code == models.CodeStale || code == models.CodeNotCompensable {
+		status = http.StatusConflict
+	}
+	ctx := c.Request().Context()
+	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, r.OperationID)
+	if err != nil {
+		return err
+	}
+	if models.ErrorCode(cause) == models.CodeStale {
+		message = staleMessage(r.ExpectedState, rec.Op.State)
+	}
+	RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review." + name, Tenant: rec.Op.Tenant,
+		OperationID: rec.Op.ID, RequestID: r.RequestID, Detail: map[string]any{"refusal": message,
+			"reason": strings.TrimSpace(r.Reason), "expected_state": string(r.ExpectedState), "state": string(rec.Op.State)}})
+	notice := &views.NoticeText{Kind: views.NoticeError, Message: "Nothing was changed. " + message}
+	var refused *refusedAction
+	if status != http.StatusConflict {
+		refused = &refusedAction{Name: name, Input: r.Input, Message: message}
+	}
+	return h.renderOperation(c, v, rec, status, notice, refused)
+}
+
+// staleMessage explains a refusal because the operation is not, or no longer, in a state the
+// action applies to.
+func staleMessage(expected, now models.State) string {
+	if expected != "" && expected != now {
+		return fmt.Sprintf("The operation changed while you were deciding: it is %s now, not %s as when you opened the page. "+
+			"Read its timeline below, then decide again.", now, expected)
+	}
+	return fmt.Sprintf("This action does not apply to an operation that is %s.", now)
+}
+
+// sentence turns a ledger message ("a reason is required") into a sentence.
+func sentence(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return msg
+	}
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}

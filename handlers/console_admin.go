@@ -1,0 +1,189 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// The admin pages (admins only; the routes check the role). Every change answers with a
+// redirect back to /admin (post/redirect/get), so reloading the page never repeats it; its
+// outcome travels in the session's flash, and a new API key's secret only there.
+
+// Admin shows tenants, API keys and users within the admin's scope.
+func (h *Console) Admin(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
+	if err != nil {
+		return err
+	}
+	keys, err := h.Ledger.APIKeys(ctx, v.Scope, "")
+	if err != nil {
+		return err
+	}
+	users, err := h.Ledger.Users(ctx)
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	p := views.AdminPage{Page: layoutPage(v, "Admin", views.NavAdmin), MayCreateTenants: v.Scope.Unlimited(),
+		TenantOptions: options(tenantNames(tenants), ""), Roles: roleOptions()}
+	if f, ok := h.Sessions.TakeFlash(c); ok {
+		p.Notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}
+		if f.Secret != "" {
+			p.NewKey = &views.NewKeyInfo{Tenant: f.Tenant, Principal: f.Principal, Tools: f.Tools, Secret: f.Secret}
+			p.Notice = nil
+		}
+	}
+	for _, t := range tenants {
+		p.Tenants = append(p.Tenants, views.TenantRow{Name: t.Name, Created: views.NewTime(t.CreatedAt, now)})
+	}
+	for _, k := range keys {
+		p.Keys = append(p.Keys, views.KeyRow{ID: k.ID, Tenant: k.Tenant, Prefix: k.Prefix, Principal: k.PrincipalName,
+			Tools: k.Tools, Created: views.NewTime(k.CreatedAt, now), Revoked: timePtr(k.RevokedAt, now)})
+	}
+	for _, u := range users {
+		if !v.Scope.Unlimited() && !withinScope(u.TenantList(), v.Scope) {
+			continue // a tenant admin manages only the people of their tenants
+		}
+		p.Users = append(p.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Tenants: tenantsText(u.TenantList()),
+			Created: views.NewTime(u.CreatedAt, now), Disabled: u.DisabledAt != nil})
+	}
+	return renderPage(c, http.StatusOK, views.Admin(p))
+}
+
+// CreateTenant creates a tenant. Only an admin of every tenant may: a tenant admin could not
+// see the new tenant.
+func (h *Console) CreateTenant(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	if !v.Scope.Unlimited() {
+		return echo.NewHTTPError(http.StatusForbidden, "Only an admin of every tenant can create tenants.")
+	}
+	t, err := h.Ledger.CreateTenant(c.Request().Context(), strings.TrimSpace(c.FormValue("name")))
+	return h.adminDone(c, err, "Tenant "+tenantName(t)+" created.", "#tenants")
+}
+
+// CreateAPIKey creates an API key of a tenant within the admin's scope; the secret is shown
+// once, on the page the redirect leads to.
+func (h *Console) CreateAPIKey(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	tenant := c.FormValue("tenant")
+	if !v.Scope.Allows(tenant) {
+		return echo.NewHTTPError(http.StatusNotFound, "No such tenant.")
+	}
+	var tools []string
+	if list := strings.TrimSpace(c.FormValue("tools")); list != "" && list != "*" {
+		tools = strings.Split(list, ",")
+	}
+	principal := strings.TrimSpace(c.FormValue("principal"))
+	k, err := h.Ledger.CreateAPIKey(c.Request().Context(), tenant, principal, tools)
+	if err != nil {
+		return h.adminDone(c, err, "", "#keys")
+	}
+	h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: "API key created.",
+		Tenant: k.Key.Tenant, Principal: principal, Tools: k.Key.Tools, Secret: k.Secret})
+	return c.Redirect(http.StatusSeeOther, "/admin#keys")
+}
+
+// RevokeAPIKey revokes an API key within the admin's scope.
+func (h *Console) RevokeAPIKey(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	k, err := h.Ledger.RevokeAPIKeyByID(c.Request().Context(), v.Scope, c.Param("id"))
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return err
+	}
+	msg := ""
+	if k != nil {
+		msg = "API key " + k.Prefix + "… of " + k.Tenant + " revoked. Agents using it are refused from now on."
+	}
+	return h.adminDone(c, err, msg, "#keys")
+}
+
+// CreateUser creates a console user. A tenant admin may only create users limited to some of
+// their own tenants, so that nobody can grant more than they hold.
+func (h *Console) CreateUser(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	in := models.NewUser{Email: c.FormValue("email"), Password: c.FormValue("password"),
+		Role: models.Role(c.FormValue("role")), Tenants: splitList(c.FormValue("tenants"))}
+	if !v.Scope.Unlimited() && (len(in.Tenants) == 0 || !withinScope(in.Tenants, v.Scope)) {
+		return echo.NewHTTPError(http.StatusForbidden, "You can only create users limited to your own tenants.")
+	}
+	u, err := h.Ledger.CreateUser(c.Request().Context(), in)
+	msg := ""
+	if u != nil {
+		msg = "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") created."
+	}
+	return h.adminDone(c, err, msg, "#users")
+}
+
+// adminDone redirects back to the admin page with the outcome: the ledger's refusal of bad
+// input as an error notice, anything else as an error page.
+func (h *Console) adminDone(c echo.Context, err error, success, anchor string) error {
+	switch models.ErrorCode(err) {
+	case "":
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: success})
+	case models.CodeInvalid, models.CodeConflict, models.CodeNotFound:
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeError), Message: "Nothing was changed: " + errDetail(err) + "."})
+	default:
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/admin"+anchor)
+}
+
+func roleOptions() []views.Option {
+	out := make([]views.Option, len(models.Roles))
+	for i, r := range models.Roles {
+		out[i] = views.Option{Value: string(r), Label: string(r), Selected: r == models.RoleReviewer}
+	}
+	return out
+}
+
+// withinScope reports whether every tenant of list is within s.
+func withinScope(list []string, s models.Scope) bool {
+	return len(list) > 0 && !slices.ContainsFunc(list, func(t string) bool { return !s.Allows(t) })
+}
+
+func tenantsText(list []string) string {
+	if len(list) == 0 {
+		return "every tenant"
+	}
+	return strings.Join(list, ", ")
+}
+
+func tenantName(t *models.Tenant) string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

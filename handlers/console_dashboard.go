@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PendingGrace is how long a PENDING operation may be overdue before the dashboard lists it:
+// the dispatcher polls every fraction of a second, so a minute means no worker is running.
+const PendingGrace = time.Minute
+
+// The series of the dashboard's charts, in stacking order.
+var (
+	attemptSeries = []views.ChartSeries{
+		{Key: string(jobs.Succeeded), Label: "succeeded", Class: "series-ok"},
+		{Key: string(jobs.Rejected), Label: "rejected", Class: "series-bad"},
+		{Key: string(jobs.Ambiguous), Label: "ambiguous", Class: "series-warn"},
+		{Key: string(jobs.Throttled), Label: "throttled", Class: "series-alt"},
+		{Key: string(jobs.NotSent), Label: "not sent", Class: "series-muted"},
+		{Key: "running", Label: "running or other", Class: "series-info"},
+	}
+	probeSeries = []views.ChartSeries{
+		{Key: jobs.ProbeFound, Label: "found", Class: "series-ok"},
+		{Key: jobs.ProbeNotFound, Label: "not found", Class: "series-muted"},
+		{Key: jobs.ProbeNotSettled, Label: "not settled yet", Class: "series-warn"},
+		{Key: jobs.ProbeError, Label: "error or other", Class: "series-bad"},
+	}
+)
+
+// Dashboard shows where the viewer's operations stand and what waits for people.
+func (h *Console) Dashboard(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Ledger.Dashboard(c.Request().Context(), v.Scope, Windows(h.Catalog))
+	if err != nil {
+		return err
+	}
+	p := views.DashboardPage{Page: layoutPage(v, "Dashboard", views.NavDashboard), OpenReviews: d.OpenReviews, OverdueCount: d.OverdueCount}
+	for _, s := range models.States {
+		n := d.ByState[s]
+		p.Total += n
+		p.States = append(p.States, views.StateCount{State: string(s), Count: n, Href: "/operations?state=" + url.QueryEscape(string(s))})
+	}
+	if d.OldestUnresolved != nil {
+		r := operationRow(d.OldestUnresolved, d.Now)
+		p.Oldest, p.OldestAge = &r, views.Age(d.Now.Sub(d.OldestUnresolved.CreatedAt))
+	}
+	for _, op := range d.Overdue {
+		r := operationRow(op, d.Now)
+		r.Why = overdueReason(op, d.Now)
+		p.Overdue = append(p.Overdue, r)
+	}
+	p.Attempts = views.NewChart("chart-attempts", "Attempts by outcome", "attempts", attemptSeries, chartBuckets(d.Attempts))
+	p.Probes = views.NewChart("chart-probes", "Reconciliation probes by outcome", "probes", probeSeries, chartBuckets(d.Probes))
+	return renderPage(c, http.StatusOK, views.Dashboard(p))
+}
+
+// Windows are the catalogue's limits on unresolved states, for the ledger's overdue query.
+func Windows(cat *catalog.Catalog) models.Windows {
+	w := models.Windows{UnknownAfter: map[string]time.Duration{}, UnknownDefault: catalog.DefaultEscalateAfter, PendingGrace: PendingGrace}
+	for _, t := range cat.Tools() {
+		w.UnknownAfter[t.Name] = t.Review.EscalateAfter
+	}
+	return w
+}
+
+func overdueReason(op *models.Operation, now time.Time) string {
+	switch {
+	case op.State == models.StateUnknown && op.UnknownSince != nil:
+		return "UNKNOWN for " + views.Age(now.Sub(*op.UnknownSince))
+	case op.State == models.StateRunning && op.LeaseExpiresAt != nil:
+		return "lease expired " + views.Age(now.Sub(*op.LeaseExpiresAt)) + " ago"
+	case op.State == models.StatePending && op.NextAttemptAt != nil:
+		return "due " + views.Age(now.Sub(*op.NextAttemptAt)) + " ago, not picked up"
+	}
+	return string(op.State)
+}
+
+func chartBuckets(in []models.Bucket) []views.ChartBucket {
+	out := make([]views.ChartBucket, len(in))
+	for i, b := range in {
+		out[i] = views.ChartBucket{Start: b.Start, Counts: b.Counts}
+	}
+	return out
+}

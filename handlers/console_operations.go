@@ -1,0 +1,133 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// searchPageSize is how many operations a search page lists.
+const searchPageSize = 50
+
+// dateTimeLocal is the value format of <input type="datetime-local">, read as UTC.
+const dateTimeLocal = "2006-01-02T15:04"
+
+// Operations searches the viewer's operations by key, tool, state, tenant and creation time,
+// newest first, a page at a time.
+func (h *Console) Operations(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	q := c.QueryParams()
+	p := views.SearchPage{Page: layoutPage(v, "Operations", views.NavOperations),
+		Key: strings.TrimSpace(q.Get("key")), From: q.Get("from"), To: q.Get("to")}
+	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
+	if err != nil {
+		return err
+	}
+	p.Tenants = options(tenantNames(tenants), q.Get("tenant"))
+	p.Tools = options(h.Catalog.Names(), q.Get("tool"))
+	p.States = options(stateNames(), q.Get("state"))
+	p.Searched = p.Key != "" || q.Get("tool") != "" || q.Get("state") != "" || q.Get("tenant") != "" || p.From != "" || p.To != ""
+
+	s := models.Search{Key: p.Key, Tool: q.Get("tool"), State: models.State(q.Get("state")), Tenant: q.Get("tenant"),
+		Before: q.Get("before"), Limit: searchPageSize}
+	if s.From, err = parseLocal(p.From); err != nil {
+		p.Error = "The “Created from” time is not a date and time."
+		return renderPage(c, http.StatusBadRequest, views.Operations(p))
+	}
+	if s.To, err = parseLocal(p.To); err != nil {
+		p.Error = "The “Created before” time is not a date and time."
+		return renderPage(c, http.StatusBadRequest, views.Operations(p))
+	}
+	ops, more, err := h.Ledger.SearchOperations(ctx, v.Scope, s)
+	if models.ErrorCode(err) == models.CodeInvalid {
+		p.Error = "This search cannot be run: " + errDetail(err) + "."
+		return renderPage(c, http.StatusBadRequest, views.Operations(p))
+	}
+	if err != nil {
+		return err
+	}
+	p.Rows = operationRows(ops, h.now())
+	if more && len(ops) > 0 {
+		next := url.Values{}
+		for k, vs := range q {
+			next[k] = vs
+		}
+		next.Set("before", ops[len(ops)-1].ID)
+		p.NextHref = "/operations?" + next.Encode()
+	}
+	return renderPage(c, http.StatusOK, views.Operations(p))
+}
+
+// parseLocal reads a datetime-local value as UTC; "" is the zero time (no bound).
+func parseLocal(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(dateTimeLocal, s); err == nil {
+		return t, nil
+	}
+	return time.Parse("2006-01-02T15:04:05", s) // browsers add seconds when step allows
+}
+
+// Operation shows one operation in full. An operation of a tenant outside the viewer's scope
+// is 404, exactly as a missing one.
+func (h *Console) Operation(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	id, err := url.PathUnescape(c.Param("id"))
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	rec, err := h.Ledger.OperationRecord(c.Request().Context(), v.Scope, id)
+	if err != nil {
+		return err
+	}
+	var notice *views.NoticeText
+	if f, ok := h.Sessions.TakeFlash(c); ok {
+		notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}
+	}
+	return h.renderOperation(c, v, rec, http.StatusOK, notice, nil)
+}
+
+// renderOperation writes the operation page for v with its review actions, notice on top of
+// them, and the form of a refused action open again.
+func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.OperationRecord, status int, notice *views.NoticeText, refused *refusedAction) error {
+	now := h.now()
+	p := operationPage(h.Catalog, rec, now)
+	p.Page = layoutPage(v, rec.Op.Key, views.NavOperations)
+	p.Page.Scripts = []string{"console.js"}
+	panel := h.actionPanel(v, rec, now, refused)
+	panel.Notice = notice
+	p.Actions = views.ActionsPanel(panel)
+	return renderPage(c, status, views.Operation(p))
+}
+
+// Workflow lists every operation of one workflow run within the viewer's scope, in creation
+// order. A run with none visible is 404.
+func (h *Console) Workflow(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	runID, err := url.PathUnescape(c.Param("run"))
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	ops, err := h.Ledger.WorkflowOperations(c.Request().Context(), v.Scope, runID)
+	if err != nil {
+		return err
+	}
+	p := views.WorkflowPage{Page: layoutPage(v, "Workflow "+runID, views.NavOperations), RunID: runID, Rows: operationRows(ops, h.now())}
+	return renderPage(c, http.StatusOK, views.Workflow(p))
+}

@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// reviewsShown bounds the review queue's page.
+const reviewsShown = 200
+
+// defaultRefresh is how often the review queue reloads its list: often enough that two
+// reviewers rarely pick the same review, rarely enough to cost nothing.
+const defaultRefresh = 15 * time.Second
+
+var reviewReasons = []string{models.ReasonUnknownOutcome, models.ReasonApprovalRequired, models.ReasonCompensationApproval, models.ReasonManual}
+
+// reasonLabels name review reasons as people read them.
+var reasonLabels = map[string]string{
+	models.ReasonUnknownOutcome:       "Outcome unknown",
+	models.ReasonApprovalRequired:     "Needs approval",
+	models.ReasonCompensationApproval: "Compensation needs approval",
+	models.ReasonManual:               "Handed over by a person",
+}
+
+// reasonLabel is the label of a review reason; an unknown reason shows as it is.
+func reasonLabel(r string) string {
+	if l, ok := reasonLabels[r]; ok {
+		return l
+	}
+	return r
+}
+
+// Reviews shows the open reviews, oldest first, with filters by tenant, tool and reason.
+func (h *Console) Reviews(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	f := reviewFilter(c)
+	list, err := h.reviewList(c, v, f)
+	if err != nil {
+		return err
+	}
+	tenants, err := h.Ledger.ScopedTenants(c.Request().Context(), v.Scope)
+	if err != nil {
+		return err
+	}
+	p := views.ReviewsPage{
+		Page:    layoutPage(v, "Reviews", views.NavReviews),
+		Tenants: options(tenantNames(tenants), f.Tenant),
+		Tools:   options(h.Catalog.Names(), f.Tool),
+		Reasons: reasonOptions(f.Reason),
+		List:    list,
+	}
+	p.Page.Scripts = []string{"console.js"}
+	return renderPage(c, http.StatusOK, views.Reviews(p))
+}
+
+// ReviewList is the review queue's list alone, which console.js reloads in place.
+func (h *Console) ReviewList(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	list, err := h.reviewList(c, v, reviewFilter(c))
+	if err != nil {
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.ReviewListFragment(list))
+}
+
+func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (views.ReviewList, error) {
+	items, more, err := h.Ledger.ReviewQueue(c.Request().Context(), v.Scope, f)
+	if err != nil {
+		return views.ReviewList{}, err
+	}
+	now := h.now()
+	q := url.Values{}
+	for name, value := range map[string]string{"tenant": f.Tenant, "tool": f.Tool, "reason": f.Reason} {
+		if value != "" {
+			q.Set(name, value)
+		}
+	}
+	every := h.RefreshEvery
+	if every <= 0 {
+		every = defaultRefresh
+	}
+	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
+		Updated: views.NewTime(now, time.Time{})}
+	for _, it := range items {
+		op := views.OperationRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Tenant: it.Tenant,
+			Key: it.Key, Tool: it.Tool, State: string(it.State)}
+		l.Items = append(l.Items, views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
+			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: it.OpenedBy, Operation: op})
+	}
+	return l, nil
+}
+
+func reviewFilter(c echo.Context) models.ReviewFilter {
+	return models.ReviewFilter{
+		Tenant: c.QueryParam("tenant"), Tool: c.QueryParam("tool"),
+		Reason: oneOf(c.QueryParam("reason"), reviewReasons), Limit: reviewsShown,
+	}
+}
+
+func reasonOptions(selected string) []views.Option {
+	out := options(reviewReasons, selected)
+	for i := range out {
+		out[i].Label = reasonLabel(out[i].Value)
+	}
+	return out
+}

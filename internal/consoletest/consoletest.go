@@ -1,0 +1,327 @@
+// Package consoletest starts the real HTTP stack with the review console for tests: a real
+// database of its own (PostgreSQL or SQLite), the real routes, middleware and session cookie,
+// and a clock the test moves. It seeds users and operations straight through the ledger, and
+// drives the console as a browser would: a cookie jar, forms with their CSRF token, redirects
+// seen rather than followed.
+package consoletest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/web"
+	"golang.org/x/net/html"
+)
+
+// Clock is a test clock shared by the ledger and the console.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Options change what Start runs.
+type Options struct {
+	Limits          models.LoginLimits
+	SessionIdle     time.Duration
+	SessionLifetime time.Duration
+	TLS             bool // serve over HTTPS (httptest's certificate)
+	TrustProxy      bool
+	ReviewRefresh   time.Duration
+}
+
+// Console is a running console under test.
+type Console struct {
+	URL     string
+	Ledger  *models.Ledger
+	Catalog *catalog.Catalog
+	Clock   *Clock
+	server  *httptest.Server
+}
+
+// Start runs the console on engine d until the test ends. The catalogue is gatewaytest's; no
+// downstream runs, so seeded operations stay where the test puts them.
+func Start(t testing.TB, d models.Dialect, opts Options) *Console {
+	t.Helper()
+	clock := &Clock{t: time.Now().UTC().Truncate(time.Second)}
+	ledger := models.New(testdb.Open(t, d), d, clock.Now)
+	cat, err := catalog.Load([]byte(strings.ReplaceAll(gatewaytest.Tools, "{{SANDBOX}}", "http://127.0.0.1:9")))
+	if err != nil {
+		t.Fatalf("consoletest: catalogue: %v", err)
+	}
+	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SessionKey: "consoletest-session-key-of-at-least-32-characters", Now: clock.Now,
+		SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits, TrustProxy: opts.TrustProxy,
+		ReviewRefresh: opts.ReviewRefresh})
+	srv := httptest.NewUnstartedServer(e)
+	if opts.TLS {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Clock: clock, server: srv}
+}
+
+// Tenant creates tenant unless it exists.
+func (c *Console) Tenant(t testing.TB, name string) {
+	t.Helper()
+	if _, err := c.Ledger.CreateTenant(context.Background(), name); err != nil && models.ErrorCode(err) != models.CodeConflict {
+		t.Fatalf("consoletest: tenant %s: %v", name, err)
+	}
+}
+
+// User creates a user of role limited to tenants (none: every tenant) and returns the
+// password.
+func (c *Console) User(t testing.TB, email string, role models.Role, tenants ...string) string {
+	t.Helper()
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	password := hex.EncodeToString(b[:])
+	if _, err := c.Ledger.CreateUser(context.Background(), models.NewUser{Email: email, Password: password, Role: role, Tenants: tenants}); err != nil {
+		t.Fatalf("consoletest: user %s: %v", email, err)
+	}
+	return password
+}
+
+// Seed describes an operation to record.
+type Seed struct {
+	Tenant        string
+	Key           string
+	Tool          string
+	Params        string // canonical JSON
+	WorkflowRunID string
+	StepID        string
+	// Unknown takes the operation through an ambiguous attempt to UNKNOWN; Review then opens
+	// its review.
+	Unknown bool
+	Review  bool
+}
+
+// Operation records s straight through the ledger and returns the operation as it ends up.
+func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
+	t.Helper()
+	ctx := context.Background()
+	c.Tenant(t, s.Tenant)
+	in := models.NewOperation{Tenant: s.Tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: s.Key, Tool: s.Tool,
+		Fingerprint: "sha256:" + hex.EncodeToString([]byte(s.Key)), Params: []byte(s.Params),
+		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent"}
+	if s.Unknown {
+		in.Claim = &models.ClaimSpec{Worker: "test-worker", LeaseFor: time.Minute}
+	}
+	sub, err := c.Ledger.Submit(ctx, in)
+	if err != nil {
+		t.Fatalf("consoletest: submit %s: %v", s.Key, err)
+	}
+	op := sub.Op
+	if !s.Unknown {
+		return op
+	}
+	out := models.AttemptOutcome{Class: models.ErrorAmbiguous, DownstreamStatus: 504, Latency: 1500 * time.Millisecond,
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous,
+		ErrorMessage: "the downstream answered 504 after the request was sent"}
+	if err := c.Ledger.FinishAttempt(ctx, models.Claimed{Op: op, Attempt: sub.Attempt}, "test-worker", out); err != nil {
+		t.Fatalf("consoletest: finish attempt of %s: %v", s.Key, err)
+	}
+	if s.Review {
+		if _, err := c.Ledger.OpenReview(ctx, op, models.ReasonUnknownOutcome, "worker:test-worker"); err != nil {
+			t.Fatalf("consoletest: open review of %s: %v", s.Key, err)
+		}
+	}
+	return op
+}
+
+// Browser is a cookie-keeping client that does not follow redirects, so tests see them.
+type Browser struct {
+	c      *Console
+	Client *http.Client
+	// Last is the last page answered with 200, whose forms' CSRF token Post sends.
+	Last *Page
+	// Header is sent with every request.
+	Header http.Header
+}
+
+// Page is an answer read whole.
+type Page struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// NewBrowser returns a browser with an empty cookie jar.
+func (c *Console) NewBrowser(t testing.TB) *Browser {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatalf("consoletest: jar: %v", err)
+	}
+	// A copy: the server's client is shared, and each browser needs its own jar.
+	client := *c.server.Client()
+	client.Jar = jar
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Browser{c: c, Client: &client, Header: http.Header{"Accept": {"text/html"}}}
+}
+
+// Get asks for path.
+func (b *Browser) Get(t testing.TB, path string) *Page {
+	t.Helper()
+	return b.do(t, http.MethodGet, path, nil)
+}
+
+// Post sends form to path as a browser form post. The CSRF token of the last page is added
+// unless form sets csrf_token itself (set it to "" to send none).
+func (b *Browser) Post(t testing.TB, path string, form url.Values) *Page {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if _, set := form["csrf_token"]; !set && b.Last != nil {
+		form.Set("csrf_token", b.Last.CSRF())
+	}
+	if form.Get("csrf_token") == "" {
+		form.Del("csrf_token")
+	}
+	return b.do(t, http.MethodPost, path, strings.NewReader(form.Encode()))
+}
+
+func (b *Browser) do(t testing.TB, method, path string, body io.Reader) *Page {
+	t.Helper()
+	req, err := http.NewRequest(method, b.c.URL+path, body)
+	if err != nil {
+		t.Fatalf("consoletest: %v", err)
+	}
+	req.Header = b.Header.Clone()
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := b.Client.Do(req)
+	if err != nil {
+		t.Fatalf("consoletest: %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("consoletest: read body: %v", err)
+	}
+	p := &Page{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+	if p.Status == http.StatusOK {
+		b.Last = p
+	}
+	return p
+}
+
+// Login signs in through the form: it loads /login for the token, then posts the form. It
+// returns the answer to the post.
+func (b *Browser) Login(t testing.TB, email, password string) *Page {
+	t.Helper()
+	if p := b.Get(t, "/login"); p.Status != http.StatusOK {
+		t.Fatalf("consoletest: GET /login: %d", p.Status)
+	}
+	return b.Post(t, "/login", url.Values{"email": {email}, "password": {password}})
+}
+
+// MustLogin signs in and fails the test unless it worked.
+func (b *Browser) MustLogin(t testing.TB, email, password string) {
+	t.Helper()
+	if p := b.Login(t, email, password); p.Status != http.StatusSeeOther {
+		t.Fatalf("consoletest: sign-in of %s answered %d", email, p.Status)
+	}
+}
+
+// Cookie returns the browser's cookie of that name, or nil.
+func (b *Browser) Cookie(name string) *http.Cookie {
+	u, _ := url.Parse(b.c.URL)
+	for _, ck := range b.Client.Jar.Cookies(u) {
+		if ck.Name == name {
+			return ck
+		}
+	}
+	return nil
+}
+
+// CSRF returns the page's first csrf_token field value.
+func (p *Page) CSRF() string {
+	for _, n := range p.find(func(n *html.Node) bool { return n.Data == "input" && attr(n, "name") == "csrf_token" }) {
+		return attr(n, "value")
+	}
+	return ""
+}
+
+// TestIDs returns the text of every element with data-testid id.
+func (p *Page) TestIDs(id string) []string {
+	var out []string
+	for _, n := range p.find(func(n *html.Node) bool { return attr(n, "data-testid") == id }) {
+		out = append(out, strings.TrimSpace(text(n)))
+	}
+	return out
+}
+
+// Attrs returns attribute name of every element with data-testid id.
+func (p *Page) Attrs(id, name string) []string {
+	var out []string
+	for _, n := range p.find(func(n *html.Node) bool { return attr(n, "data-testid") == id }) {
+		out = append(out, attr(n, name))
+	}
+	return out
+}
+
+func (p *Page) find(match func(*html.Node) bool) []*html.Node {
+	doc, err := html.Parse(strings.NewReader(p.Body))
+	if err != nil {
+		return nil
+	}
+	var out []*html.Node
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode && match(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,175 @@
+package proctest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Postgres is a private PostgreSQL cluster owned by one test: initdb'd into a temporary
+// directory, with trust authentication on 127.0.0.1 and a Unix socket in that directory. The
+// test may stop it (as a crash would) and start it again on the same port.
+type Postgres struct {
+	DSN  string
+	Port int
+
+	bindir string
+	dir    string
+	data   string
+	log    string
+	runAs  *user.User // set when running as root: PostgreSQL refuses to run as root
+}
+
+// postgresBinDir finds initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/*/bin.
+func postgresBinDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if _, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
+	for _, m := range matches {
+		dir := filepath.Dir(m)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin")
+}
+
+func versionOf(path string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return v
+}
+
+// NewPostgres initialises and starts a private cluster. It returns an error saying why when
+// this machine cannot run one (no binaries, running as root without a postgres user, …); the
+// caller decides whether that skips or fails the test. The cluster is stopped and removed when
+// the test ends.
+func NewPostgres(t testing.TB) (*Postgres, error) {
+	t.Helper()
+	bindir, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	pg := &Postgres{bindir: bindir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root and there is no postgres user to run PostgreSQL as: %w", err)
+		}
+		if _, err := exec.LookPath("runuser"); err != nil {
+			return nil, fmt.Errorf("running as root and runuser is missing: %w", err)
+		}
+		pg.runAs = u
+	}
+	// Not t.TempDir(): its parents are private to root, and the server runs as postgres.
+	dir, err := os.MkdirTemp("", "idemgate-pg-*")
+	if err != nil {
+		return nil, err
+	}
+	pg.dir, pg.data, pg.log = dir, filepath.Join(dir, "data"), filepath.Join(dir, "postgres.log")
+	t.Cleanup(func() {
+		_ = pg.ctl("stop", "-m", "immediate", "-w", "-t", "30")
+		os.RemoveAll(dir)
+	})
+	if pg.runAs != nil {
+		uid, _ := strconv.Atoi(pg.runAs.Uid)
+		gid, _ := strconv.Atoi(pg.runAs.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("chown %s to postgres: %w", dir, err)
+		}
+	}
+	if out, err := pg.run(filepath.Join(bindir, "initdb"), "-D", pg.data, "-A", "trust", "-U", "postgres",
+		"-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	// A free port; if another process takes it before the server binds, try another.
+	var lastErr error
+	for range 3 {
+		if pg.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+		if lastErr = pg.Start(); lastErr == nil {
+			pg.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.Port)
+			return pg, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// Start starts the cluster (again) on its port and waits until it accepts connections.
+func (pg *Postgres) Start() error {
+	// fsync=off only risks data if the operating system crashes; an immediate stop (a crash of
+	// the server processes) loses nothing. synchronous_commit stays on: with it off, an
+	// immediate stop would lose acknowledged commits, and the gateway with them.
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "+
+		"-c max_connections=200", pg.Port, pg.dir)
+	if err := pg.ctl("start", "-w", "-t", "60", "-o", opts, "-l", pg.log); err != nil {
+		return fmt.Errorf("pg_ctl start on port %d: %w\n%s", pg.Port, err, pg.Log())
+	}
+	return nil
+}
+
+// Stop stops the cluster in mode immediate: every backend is killed at once, as a crash of
+// the database host would, and the next Start runs crash recovery.
+func (pg *Postgres) Stop() error { return pg.ctl("stop", "-m", "immediate", "-w", "-t", "60") }
+
+// Log returns the server log.
+func (pg *Postgres) Log() string {
+	b, _ := os.ReadFile(pg.log)
+	return string(b)
+}
+
+func (pg *Postgres) ctl(args ...string) error {
+	out, err := pg.run(filepath.Join(pg.bindir, "pg_ctl"), append([]string{"-D", pg.data}, args...)...)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+func (pg *Postgres) run(name string, args ...string) (string, error) {
+	var cmd *exec.Cmd
+	if pg.runAs != nil {
+		cmd = exec.Command("runuser", append([]string{"-u", pg.runAs.Username, "--", name}, args...)...)
+	} else {
+		cmd = exec.Command(name, args...)
+	}
+	cmd.Dir = pg.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// pg_ctl start leaves the server running; should it hold our pipe open, do not wait for it.
+	cmd.WaitDelay = 2 * time.Second
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		return out.String(), fmt.Errorf("%s timed out", filepath.Base(name))
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,36 @@
+package models
+
+// The audit log's outcomes: the request was carried out, refused (nothing changed), or failed
+// part-way.
+const (
+	OutcomeOK      = "ok"
+	OutcomeRefused = "refused"
+	OutcomeFailed  = "failed"
+)
+
+// Audit actions recorded outside the ledger's own rules (review actions are "review.<name>",
+// exports "export.created"). Administrative changes name the record and the verb; refused
+// console requests start with "console.".
+const (
+	AuditTenantCreate = "tenant.create"
+	AuditAPIKeyCreate = "apikey.create"
+	AuditAPIKeyRevoke = "apikey.revoke"
+	AuditUserCreate   = "user.create"
+
+	// AuditProposeCompensation records a reviewer's proposal of a compensation, on the
+	// operation it would undo.
+	AuditProposeCompensation = "review.propose_compensation"
+
+	// AuditLoginFailed is a refused sign-in: a wrong email or password, or too many of them.
+	AuditLoginFailed = "console.login"
+	// AuditCSRFRefused is a console form post whose CSRF token was missing or wrong.
+	AuditCSRFRefused = "console.csrf"
+	// AuditForbidden is a console request the user's role or scope does not allow.
+	AuditForbidden = "console.forbidden"
+)
+
+// ActorCLI is the actor of changes made with the idemgate command.
+const ActorCLI = "cli"
+
+// AnonymousActor is the actor of a request nobody is signed in for, named by its address.
+func AnonymousActor(ip string) string { return "anonymous:" + ip }

@@ -1,0 +1,160 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// PayloadRenderer renders the operation object of SPEC §5 for webhook payloads, with the tool's
+// sensitive params masked. The ledger cannot render it alone: the masking rules live in the
+// catalogue, which models does not import, so the wiring hands it one (see RenderWith).
+type PayloadRenderer interface {
+	RenderOperation(op *Operation) (json.RawMessage, error)
+}
+
+// PayloadRendererFunc lets a function be a PayloadRenderer.
+type PayloadRendererFunc func(op *Operation) (json.RawMessage, error)
+
+// RenderOperation calls f.
+func (f PayloadRendererFunc) RenderOperation(op *Operation) (json.RawMessage, error) { return f(op) }
+
+var _ PayloadRenderer = PayloadRendererFunc(nil)
+
+// RenderWith sets how webhook payloads render operations. Call it while wiring, before the
+// ledger is used. A ledger without one refuses (fails the transaction of) any change that a
+// subscription wants to hear about, rather than commit the change without its notification
+// or with its params unmasked.
+func (l *Ledger) RenderWith(r PayloadRenderer) { l.payloads = r }
+
+// webhookPayload is the body of every delivery (SPEC §6a).
+type webhookPayload struct {
+	Type       string      `json:"type"`
+	OccurredAt time.Time   `json:"occurred_at"`
+	Tenant     string      `json:"tenant"`
+	Data       webhookData `json:"data"`
+}
+
+type webhookData struct {
+	Operation json.RawMessage `json:"operation"`
+	// Review is the review a review.* event is about; absent from operation.* events, whose
+	// operation object already names its review.
+	Review *webhookReview `json:"review,omitempty"`
+}
+
+type webhookReview struct {
+	ID          string     `json:"id"`
+	OperationID string     `json:"operation_id"`
+	Status      string     `json:"status"`
+	Reason      string     `json:"reason"`
+	OpenedAt    time.Time  `json:"opened_at"`
+	OpenedBy    string     `json:"opened_by"`
+	ResolvedAt  *time.Time `json:"resolved_at"`
+	ResolvedBy  *string    `json:"resolved_by"`
+	Resolution  *string    `json:"resolution"`
+}
+
+// errNoRenderer refuses a change a subscription wants on a ledger wired without RenderWith.
+var errNoRenderer = errors.New("a webhook subscription wants it, but no payload renderer is wired")
+
+// notice is one notification a change announces.
+type notice struct {
+	typ        string
+	withReview bool
+}
+
+// announce writes, inside tx, the outbox message of each notice about op (as it stands after
+// the change), with one pending delivery per live subscription of op's tenant that wants it.
+// A notice nobody subscribes to writes nothing: no message is kept that no one will receive.
+// Because it runs in the transaction of the change, the messages exist exactly when the change
+// does.
+func (l *Ledger) announce(tx *gorm.DB, now time.Time, op *Operation, notices ...notice) error {
+	if len(notices) == 0 {
+		return nil
+	}
+	var subs []WebhookSubscription
+	if err := tx.Select("id, events").Where("tenant = ? AND deleted_at IS NULL", op.Tenant).Find(&subs).Error; err != nil {
+		return fmt.Errorf("ledger: webhook subscriptions of %s: %w", op.Tenant, err)
+	}
+	for _, n := range notices {
+		var wanted []string
+		for i := range subs {
+			if subs[i].Wants(n.typ) {
+				wanted = append(wanted, subs[i].ID)
+			}
+		}
+		if len(wanted) == 0 {
+			continue
+		}
+		if err := l.enqueue(tx, now, op, n, wanted); err != nil {
+			return fmt.Errorf("ledger: %s of %s: %w", n.typ, op.ID, err)
+		}
+	}
+	return nil
+}
+
+// enqueue writes one outbox message and its deliveries to the subscriptions subs.
+func (l *Ledger) enqueue(tx *gorm.DB, now time.Time, op *Operation, n notice, subs []string) error {
+	if l.payloads == nil {
+		return errNoRenderer
+	}
+	if err := currentReview(tx, op); err != nil {
+		return err
+	}
+	body, err := l.payload(now, op, n)
+	if err != nil {
+		return err
+	}
+	msg := OutboxMessage{ID: newID("msg"), Tenant: op.Tenant, EventType: n.typ, OperationID: op.ID, OccurredAt: now,
+		Payload: string(body), CreatedAt: now}
+	if err := tx.Create(&msg).Error; err != nil {
+		return err
+	}
+	deliveries := make([]WebhookDelivery, len(subs))
+	for i, sub := range subs {
+		deliveries[i] = WebhookDelivery{ID: newID("dlv"), OutboxID: msg.ID, SubscriptionID: sub, Status: DeliveryPending,
+			NextAttemptAt: now, CreatedAt: now}
+	}
+	return tx.Create(&deliveries).Error
+}
+
+// currentReview sets op's review as the database has it within tx. The caller's copy of op may
+// predate a review opened or resolved meanwhile (the CAS that changed op checked its state, not
+// its review), and the payload must show the operation as the API will.
+func currentReview(tx *gorm.DB, op *Operation) error {
+	var r Review
+	err := tx.Joins("JOIN operations o ON o.review_id = reviews.id").Where("o.id = ?", op.ID).Take(&r).Error
+	switch {
+	case notFound(err):
+		op.ReviewID, op.Review = nil, nil
+	case err != nil:
+		return fmt.Errorf("current review of %s: %w", op.ID, err)
+	default:
+		op.ReviewID, op.Review = &r.ID, &r
+	}
+	return nil
+}
+
+// payload renders the JSON body of notice n about op.
+func (l *Ledger) payload(now time.Time, op *Operation, n notice) ([]byte, error) {
+	rendered, err := l.payloads.RenderOperation(op)
+	if err != nil {
+		return nil, fmt.Errorf("render operation: %w", err)
+	}
+	p := webhookPayload{Type: n.typ, OccurredAt: now.UTC(), Tenant: op.Tenant, Data: webhookData{Operation: rendered}}
+	if r := op.Review; n.withReview && r != nil {
+		p.Data.Review = &webhookReview{ID: r.ID, OperationID: r.OperationID, Status: r.Status, Reason: r.Reason,
+			OpenedAt: r.OpenedAt.UTC(), OpenedBy: r.OpenedBy, ResolvedAt: r.ResolvedAt, ResolvedBy: r.ResolvedBy, Resolution: r.Resolution}
+		if r.ResolvedAt != nil {
+			p.Data.Review.ResolvedAt = ptr(r.ResolvedAt.UTC())
+		}
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	return body, nil
+}

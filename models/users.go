@@ -1,0 +1,169 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Role says what a console user may do (SPEC §7).
+type Role string
+
+// The console's roles.
+const (
+	// RoleReviewer resolves, approves and proposes.
+	RoleReviewer Role = "reviewer"
+	// RoleAuditor reads and exports only.
+	RoleAuditor Role = "auditor"
+	// RoleAdmin manages users, tenants and API keys, and does everything a reviewer does.
+	RoleAdmin Role = "admin"
+)
+
+// Roles lists every role, least powerful first.
+var Roles = []Role{RoleAuditor, RoleReviewer, RoleAdmin}
+
+// Valid reports whether r is one of the roles.
+func (r Role) Valid() bool { return slices.Contains(Roles, r) }
+
+// MinPasswordLen is the shortest password a user may be given. Length is what makes a
+// password hard to guess; no composition rules are imposed.
+const MinPasswordLen = 12
+
+// maxPasswordLen bounds the work a login request can cause.
+const maxPasswordLen = 1024
+
+// User is a person with a console login.
+type User struct {
+	ID           string `gorm:"primaryKey"`
+	Email        string // stored lower-cased: addresses are compared without case
+	PasswordHash string // argon2id, PHC string format
+	Role         Role
+	Tenants      string // comma-separated tenant names; "" means every tenant
+	CreatedAt    time.Time
+	DisabledAt   *time.Time
+}
+
+// TenantList returns the tenants the user is limited to, or nil when the user sees every
+// tenant.
+func (u *User) TenantList() []string {
+	if u.Tenants == "" {
+		return nil
+	}
+	return strings.Split(u.Tenants, ",")
+}
+
+// Scope is the part of the ledger the user may see.
+func (u *User) Scope() Scope { return Scope{Tenants: u.TenantList()} }
+
+// NewUser is what CreateUser needs.
+type NewUser struct {
+	Email    string
+	Password string
+	Role     Role
+	// Tenants limits the user to these tenants; empty means every tenant. Each must exist.
+	Tenants []string
+}
+
+// CreateUser records a console user with a hashed password. A taken email is CodeConflict;
+// an unknown tenant is CodeNotFound; a malformed email, unknown role or short password is
+// CodeInvalid.
+func (l *Ledger) CreateUser(ctx context.Context, in NewUser) (*User, error) {
+	email, err := normalEmail(in.Email)
+	if err != nil {
+		return nil, err
+	}
+	if !in.Role.Valid() {
+		return nil, errorf(CodeInvalid, "role %q: use reviewer, auditor or admin", in.Role)
+	}
+	if n := len([]rune(in.Password)); n < MinPasswordLen || len(in.Password) > maxPasswordLen {
+		return nil, errorf(CodeInvalid, "the password must have at least %d characters", MinPasswordLen)
+	}
+	tenants := normalTenants(in.Tenants)
+	hash, err := hashPassword(in.Password)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: hash password: %w", err)
+	}
+	u := &User{ID: newID("usr"), Email: email, PasswordHash: hash, Role: in.Role,
+		Tenants: strings.Join(tenants, ","), CreatedAt: l.clock()}
+	err = l.scope(ctx).Transaction(func(tx *gorm.DB) error {
+		if len(tenants) > 0 {
+			var known []string
+			if err := tx.Model(&Tenant{}).Where("name IN ?", tenants).Pluck("name", &known).Error; err != nil {
+				return err
+			}
+			for _, t := range tenants {
+				if !slices.Contains(known, t) {
+					return errorf(CodeNotFound, "tenant %q does not exist", t)
+				}
+			}
+		}
+		return tx.Create(u).Error
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return nil, errorf(CodeConflict, "a user with email %s already exists", email)
+	}
+	if err != nil {
+		return nil, unavailable("create user", err)
+	}
+	return u, nil
+}
+
+// UserByEmail returns the user with that email, in any case. None is CodeNotFound.
+func (l *Ledger) UserByEmail(ctx context.Context, email string) (*User, error) {
+	return l.takeUser(ctx, "email = ?", strings.ToLower(strings.TrimSpace(email)))
+}
+
+// UserByID returns the user with that id. None is CodeNotFound.
+func (l *Ledger) UserByID(ctx context.Context, id string) (*User, error) {
+	return l.takeUser(ctx, "id = ?", id)
+}
+
+func (l *Ledger) takeUser(ctx context.Context, where string, arg any) (*User, error) {
+	var u User
+	err := l.scope(ctx).Where(where, arg).Take(&u).Error
+	if notFound(err) {
+		return nil, errorf(CodeNotFound, "user not found")
+	}
+	if err != nil {
+		return nil, unavailable("get user", err)
+	}
+	return &u, nil
+}
+
+// Users lists every user by email.
+func (l *Ledger) Users(ctx context.Context) ([]User, error) {
+	var out []User
+	if err := l.scope(ctx).Order("email").Find(&out).Error; err != nil {
+		return nil, unavailable("list users", err)
+	}
+	return out, nil
+}
+
+// normalEmail checks that s is a bare address (no display name) and lower-cases it.
+func normalEmail(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || a.Name != "" || len(s) > 254 {
+		return "", errorf(CodeInvalid, "email %q is not an address like name@example.com", s)
+	}
+	return s, nil
+}
+
+// normalTenants trims, drops empty names and duplicates, and sorts, so that the stored list is
+// canonical.
+func normalTenants(in []string) []string {
+	var out []string
+	for _, t := range in {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,94 @@
+// Package opview holds the public JSON shape of an operation, its events and its attempts
+// (SPEC §5): the one rendering shared by the agent API and the exports, so that an exported
+// operation reads exactly as the API answers it, masked the same way.
+package opview
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/models"
+)
+
+// Operation is the operation object of SPEC §5, members in the documented order.
+type Operation struct {
+	ID            string          `json:"id"`
+	Key           string          `json:"key"`
+	Tool          string          `json:"tool"`
+	State         models.State    `json:"state"`
+	Fingerprint   string          `json:"fingerprint"`
+	Params        json.RawMessage `json:"params"`
+	Result        json.RawMessage `json:"result"`
+	Error         *Error          `json:"error"`
+	DownstreamRef *string         `json:"downstream_ref"`
+	Attempts      int             `json:"attempts"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at"`
+	Review        *Review         `json:"review"`
+	Compensates   *string         `json:"compensates"`
+	CompensatedBy *string         `json:"compensated_by"`
+	WorkflowRunID *string         `json:"workflow_run_id"`
+	StepID        *string         `json:"step_id"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	CompletedAt   *time.Time      `json:"completed_at"`
+}
+
+// Review is the operation's current review, when it has one.
+type Review struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// Error is why an operation failed or is uncertain.
+type Error struct {
+	Class            string `json:"class"`
+	Message          string `json:"message"`
+	DownstreamStatus *int   `json:"downstream_status"`
+}
+
+// jsonNull is the value of params, result and detail when there are none.
+var jsonNull = json.RawMessage("null")
+
+// Render builds the public view of op: sensitive params masked with the tool's rules. When the
+// tool is no longer in the catalogue its masking rules are unknown, so params are withheld
+// entirely (null) rather than risk showing a secret; params that cannot be parsed are withheld
+// for the same reason.
+func Render(cat *catalog.Catalog, op *models.Operation) Operation {
+	out := Operation{
+		ID: op.ID, Key: op.Key, Tool: op.Tool, State: op.State, Fingerprint: op.Fingerprint,
+		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, Attempts: op.Attempts,
+		NextAttemptAt: utc(op.NextAttemptAt), Compensates: op.Compensates, CompensatedBy: op.CompensatedBy,
+		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID,
+		CreatedAt: op.CreatedAt.UTC(), UpdatedAt: op.UpdatedAt.UTC(), CompletedAt: utc(op.CompletedAt),
+	}
+	if op.Params != nil {
+		if tool, ok := cat.Get(op.Tool); ok {
+			if masked, err := tool.MaskJSON([]byte(*op.Params)); err == nil {
+				out.Params = masked
+			}
+		}
+	}
+	if op.Result != nil {
+		out.Result = json.RawMessage(*op.Result)
+	}
+	if op.Review != nil {
+		out.Review = &Review{ID: op.Review.ID, Status: op.Review.Status, Reason: op.Review.Reason}
+	}
+	if op.ErrorClass != nil {
+		out.Error = &Error{Class: *op.ErrorClass, DownstreamStatus: op.DownstreamStatus}
+		if op.ErrorMessage != nil {
+			out.Error.Message = *op.ErrorMessage
+		}
+	}
+	return out
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

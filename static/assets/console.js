@@ -1,0 +1,149 @@
+// idemgate console enhancements. Pages work without this file; it only adds what plain HTML
+// cannot do: forms sent once, and the review queue's refresh. Served from /static under the
+// console's Content-Security-Policy (script-src 'self'), so it must stay an external file: no
+// inline script, no eval.
+//
+// Review queue: the list marked data-auto-refresh reloads itself in place every
+// data-refresh-ms milliseconds (15 seconds unless the server says otherwise) from the URL in
+// that attribute (the same list alone, with the same filters). It never
+// replaces the list while a field inside it has focus or holds typed text, so a half-typed
+// reason is never lost; and it stops, saying so, when the session has ended (the answer
+// was a redirect to the sign-in page) or the server refuses.
+(function () {
+  "use strict";
+
+  document.documentElement.classList.add("js");
+
+  // Forms marked data-submit-once (the review actions) are sent once: a double click would
+  // otherwise post the action twice, and the page would show the refusal of the second post
+  // instead of the outcome of the first. A page restored from the back/forward cache can send
+  // again.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.hasAttribute || !form.hasAttribute("data-submit-once")) {
+      return;
+    }
+    if (form.getAttribute("data-submitting") === "1") {
+      ev.preventDefault();
+      return;
+    }
+    form.setAttribute("data-submitting", "1");
+    var buttons = form.querySelectorAll('button[type="submit"]');
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].setAttribute("aria-disabled", "true");
+    }
+  });
+  window.addEventListener("pageshow", function (ev) {
+    if (!ev.persisted) {
+      return;
+    }
+    var forms = document.querySelectorAll("form[data-submitting]");
+    for (var i = 0; i < forms.length; i++) {
+      forms[i].removeAttribute("data-submitting");
+      var buttons = forms[i].querySelectorAll('button[aria-disabled="true"]');
+      for (var j = 0; j < buttons.length; j++) {
+        buttons[j].removeAttribute("aria-disabled");
+      }
+    }
+  });
+
+  var SELECTOR = "[data-auto-refresh]";
+  var timer = null;
+
+  var first = document.querySelector(SELECTOR);
+  if (!first || !window.fetch || !window.DOMParser) {
+    return;
+  }
+  var EVERY_MS = parseInt(first.getAttribute("data-refresh-ms"), 10) || 15000;
+
+  // busy reports whether someone is working inside the list: a focused field, or a field
+  // whose value differs from what the server sent.
+  function busy(list) {
+    if (list.contains(document.activeElement) && document.activeElement !== list) {
+      return true;
+    }
+    var fields = list.querySelectorAll("input, textarea, select");
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      if (f.type === "hidden" || f.type === "submit" || f.type === "button") {
+        continue;
+      }
+      if (f.tagName === "SELECT") {
+        for (var j = 0; j < f.options.length; j++) {
+          if (f.options[j].selected !== f.options[j].defaultSelected) {
+            return true;
+          }
+        }
+      } else if (f.type === "checkbox" || f.type === "radio") {
+        if (f.checked !== f.defaultChecked) {
+          return true;
+        }
+      } else if (f.value !== f.defaultValue) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  function schedule() {
+    timer = window.setTimeout(refresh, EVERY_MS);
+  }
+
+  function stop(message) {
+    window.clearTimeout(timer);
+    var list = document.querySelector(SELECTOR);
+    if (!list) {
+      return;
+    }
+    var note = document.createElement("p");
+    note.className = "notice notice--warning";
+    note.setAttribute("role", "status");
+    note.setAttribute("data-testid", "refresh-stopped");
+    note.textContent = message;
+    list.insertBefore(note, list.firstChild);
+  }
+
+  function refresh() {
+    var list = document.querySelector(SELECTOR);
+    if (!list) {
+      return;
+    }
+    if (document.hidden || busy(list)) {
+      schedule();
+      return;
+    }
+    window
+      .fetch(list.getAttribute("data-auto-refresh"), {
+        credentials: "same-origin",
+        headers: { Accept: "text/html", "X-Idemgate-Background": "1" },
+      })
+      .then(function (res) {
+        if (res.redirected) {
+          stop("Your session has ended, so this list no longer refreshes. Reload the page to sign in again.");
+          return null;
+        }
+        if (!res.ok) {
+          stop("This list could not be refreshed (HTTP " + res.status + "). Reload the page to try again.");
+          return null;
+        }
+        return res.text();
+      })
+      .then(function (html) {
+        if (html === null) {
+          return;
+        }
+        var current = document.querySelector(SELECTOR);
+        var fresh = new DOMParser().parseFromString(html, "text/html").querySelector(SELECTOR);
+        // Check again: someone may have started typing while the request was out.
+        if (current && fresh && !busy(current)) {
+          current.replaceWith(document.importNode(fresh, true));
+        }
+        schedule();
+      })
+      .catch(function () {
+        schedule(); // a network blip: try again at the next tick
+      });
+  }
+
+  schedule();
+})();

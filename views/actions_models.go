@@ -1,0 +1,81 @@
+package views
+
+// The view models of the operation page's review actions (SPEC §7). Handlers decide which
+// actions a user may take on an operation in its state; these types only carry the result,
+// worded for people.
+
+// ActionPanel is what the operation page shows in its actions slot: the outcome of the last
+// action, where an approval stands, and the forms of the actions allowed.
+type ActionPanel struct {
+	Notice *NoticeText
+	// Heading and Intro say what the person is asked to decide, for the operation's state.
+	Heading string
+	Intro   string
+	// Approvals says where an operation awaiting approval stands; nil otherwise.
+	Approvals *ApprovalStatus
+	Forms     []ActionForm
+	// ReadOnly explains why no forms are shown to a user who may only read (auditors).
+	ReadOnly string
+	// ExpectedState is the state the page shows, sent back with every form so that an action
+	// on an operation that moved meanwhile is refused.
+	ExpectedState string
+	CSRFToken     string
+}
+
+// ApprovalStatus is where an operation awaiting approval stands: Count of Required distinct
+// reviewers have approved it, in the order of Approvers.
+type ApprovalStatus struct {
+	Count     int
+	Required  int
+	Approvers []string
+	// Proposer proposed the compensation this operation is; "" for other operations.
+	Proposer string
+	// Note tells the signed-in reviewer why they may not approve (again), when they may not.
+	Note string
+}
+
+// Tones of an action's button: Primary is the expected way forward, Danger ends the operation
+// for good, Neutral is everything else.
+const (
+	TonePrimary = "primary"
+	ToneNeutral = "neutral"
+	ToneDanger  = "danger"
+)
+
+// ActionForm is one review action: a summary line that opens it, what it will do, a required
+// reason and, for confirm succeeded, the downstream's reference and result.
+type ActionForm struct {
+	// Name is the action (confirm_not_executed…), the last segment of its URL.
+	Name    string
+	URL     string
+	Title   string
+	Summary string
+	// Explain says what will happen, and what to check first.
+	Explain string
+	Button  string
+	Tone    string
+	// Reference asks for the downstream reference and an optional result document.
+	Reference bool
+	// Open shows the form unfolded: after a refusal, with what was typed and Error.
+	Open  bool
+	Input ActionInput
+	Error string
+}
+
+// ActionInput is what a person typed into an action's form, kept when the action is refused.
+type ActionInput struct {
+	Reason    string
+	Reference string
+	Result    string
+}
+
+// ButtonClass is the class of a form's submit button.
+func (f ActionForm) ButtonClass() string {
+	switch f.Tone {
+	case TonePrimary:
+		return "button button--primary"
+	case ToneDanger:
+		return "button button--danger"
+	}
+	return "button"
+}

@@ -1,0 +1,273 @@
+package views
+
+import "github.com/a-h/templ"
+
+// The console pages' view models. Handlers fill them from ledger records; every value is
+// already formatted for reading, and sensitive params are already masked.
+
+// Option is one choice of a select.
+type Option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
+
+// Time is a moment as pages show it: Text for people (UTC), ISO for the datetime attribute,
+// Age as "4 min ago" where useful.
+type Time struct {
+	Text string
+	ISO  string
+	Age  string
+}
+
+// LoginPage is the sign-in form.
+type LoginPage struct {
+	Page  Page
+	Email string
+	Next  string
+	// Error says why the last attempt failed; Notice reports something calmer, such as a
+	// sign-out.
+	Error  string
+	Notice string
+}
+
+// StateCount is one state's tile on the dashboard.
+type StateCount struct {
+	State string
+	Count int64
+	Href  string
+}
+
+// OperationRow is an operation as lists show it.
+type OperationRow struct {
+	ID            string
+	Href          string
+	Tenant        string
+	Key           string
+	Tool          string
+	State         string
+	StepID        string
+	WorkflowRunID string
+	WorkflowHref  string
+	Created       Time
+	Updated       Time
+	// Why says, in the dashboard's overdue list, which window the operation has passed.
+	Why string
+}
+
+// DashboardPage is the overview.
+type DashboardPage struct {
+	Page         Page
+	States       []StateCount
+	Total        int64
+	OpenReviews  int64
+	Oldest       *OperationRow
+	OldestAge    string
+	Overdue      []OperationRow
+	OverdueCount int64
+	Attempts     Chart
+	Probes       Chart
+}
+
+// ReviewsPage is the review queue with its filters.
+type ReviewsPage struct {
+	Page    Page
+	Tenants []Option
+	Tools   []Option
+	Reasons []Option
+	List    ReviewList
+}
+
+// ReviewList is the part of the review queue that refreshes itself.
+type ReviewList struct {
+	Items []ReviewRow
+	More  bool
+	// Src is the URL the list reloads from (the fragment with the same filters).
+	Src string
+	// RefreshMS is how often it reloads, in milliseconds.
+	RefreshMS string
+	Updated   Time
+}
+
+// ReviewRow is one open review.
+type ReviewRow struct {
+	ID        string
+	Tenant    string
+	Reason    string
+	Opened    Time
+	OpenedBy  string
+	Operation OperationRow
+}
+
+// SearchPage is the operation search.
+type SearchPage struct {
+	Page     Page
+	Key      string
+	From     string
+	To       string
+	States   []Option
+	Tools    []Option
+	Tenants  []Option
+	Rows     []OperationRow
+	Searched bool
+	NextHref string
+	Error    string
+}
+
+// OperationPage is one operation in full.
+type OperationPage struct {
+	Page          Page
+	Op            OperationRow
+	Fingerprint   string
+	Attempts      int
+	NextAttemptAt *Time
+	Completed     *Time
+	DownstreamRef string
+	Error         *OperationError
+	// Params and Result are pretty-printed JSON with sensitive params masked; a note says why
+	// one is not shown.
+	Params        string
+	ParamsNote    string
+	Result        string
+	ResultNote    string
+	Timeline      []TimelineEntry
+	Probes        []ProbeRow
+	Reviews       []ReviewInfo
+	Audit         []AuditRow
+	Compensates   *OperationRow
+	CompensatedBy *OperationRow
+	// Actions are the review actions allowed on this operation for this user; nil shows none.
+	Actions templ.Component
+}
+
+// OperationError is the error recorded on an operation. Kind is NoticeWarning while the
+// operation may still settle (UNKNOWN, a retry pending), NoticeError once it has failed.
+type OperationError struct {
+	Kind             NoticeKind
+	Title            string
+	Class            string
+	Message          string
+	DownstreamStatus string
+}
+
+// TimelineEntry is one line of the merged timeline of events and attempts.
+type TimelineEntry struct {
+	At      Time
+	Type    string
+	Label   string
+	From    string
+	To      string
+	Actor   string
+	Attempt *AttemptInfo
+	Detail  []Detail
+}
+
+// Detail is one member of an event's detail.
+type Detail struct {
+	Name  string
+	Value string
+}
+
+// AttemptInfo is what an attempt recorded, shown on its timeline entries.
+type AttemptInfo struct {
+	Number    int
+	RequestID string // the attempt id, sent downstream as X-Request-Id
+	Class     string
+	Status    string
+	Latency   string
+	TraceID   string
+	Error     string
+}
+
+// ProbeRow is one finished reconciliation probe.
+type ProbeRow struct {
+	At      Time
+	Probe   string
+	Outcome string
+	Status  string
+	To      string
+	Error   string
+}
+
+// ReviewInfo is one review of an operation.
+type ReviewInfo struct {
+	ID         string
+	Reason     string
+	Status     string
+	Opened     Time
+	OpenedBy   string
+	Resolved   *Time
+	ResolvedBy string
+	Resolution string
+}
+
+// WorkflowPage lists one workflow run's operations in creation order.
+type WorkflowPage struct {
+	Page  Page
+	RunID string
+	Rows  []OperationRow
+}
+
+// AdminPage manages tenants, API keys and users.
+type AdminPage struct {
+	Page   Page
+	Notice *NoticeText
+	// NewKey is a key just created, shown this once.
+	NewKey *NewKeyInfo
+	// MayCreateTenants is false for an admin limited to tenants.
+	MayCreateTenants bool
+	Tenants          []TenantRow
+	TenantOptions    []Option
+	Keys             []KeyRow
+	Users            []UserRow
+	Roles            []Option
+}
+
+// NoticeText is a notice to show at the top of a page.
+type NoticeText struct {
+	Kind    NoticeKind
+	Message string
+}
+
+// NewKeyInfo is a freshly created API key.
+type NewKeyInfo struct {
+	Tenant    string
+	Principal string
+	Tools     string
+	Secret    string
+}
+
+// TenantRow is one tenant.
+type TenantRow struct {
+	Name    string
+	Created Time
+}
+
+// KeyRow is one API key, never its secret.
+type KeyRow struct {
+	ID        string
+	Tenant    string
+	Prefix    string
+	Principal string
+	Tools     string
+	Created   Time
+	Revoked   *Time
+}
+
+// UserRow is one console user.
+type UserRow struct {
+	Email    string
+	Role     string
+	Tenants  string
+	Created  Time
+	Disabled bool
+}
+
+// AuditRow is one audit log entry about an operation.
+type AuditRow struct {
+	Seq     string
+	At      Time
+	Actor   string
+	Action  string
+	Outcome string
+}

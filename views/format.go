@@ -1,0 +1,57 @@
+package views
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// NewTime formats t for pages, with its age relative to now ("" when now is zero or t is in
+// the future). Times are shown in UTC, the ledger's zone, so that everyone reading the same
+// page sees the same clock.
+func NewTime(t, now time.Time) Time {
+	u := t.UTC()
+	out := Time{Text: u.Format("2006-01-02 15:04:05 UTC"), ISO: u.Format(time.RFC3339)}
+	if !now.IsZero() && !now.Before(t) {
+		out.Age = Age(now.Sub(t)) + " ago"
+	}
+	return out
+}
+
+// NewPreciseTime formats t to the millisecond, for timelines whose events often share a
+// second. The zone is left out: such tables say "UTC" in their heading.
+func NewPreciseTime(t time.Time) Time {
+	u := t.UTC()
+	return Time{Text: u.Format("2006-01-02 15:04:05.000"), ISO: u.Format(time.RFC3339Nano)}
+}
+
+// Age spells a duration as people read it: "12 s", "4 min", "2 h 5 min", "3 d 4 h".
+func Age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 24*time.Hour:
+		h := int(d.Hours())
+		if m := int(d.Minutes()) % 60; m > 0 {
+			return fmt.Sprintf("%d h %d min", h, m)
+		}
+		return fmt.Sprintf("%d h", h)
+	}
+	days := int(d.Hours()) / 24
+	if h := int(d.Hours()) % 24; h > 0 {
+		return fmt.Sprintf("%d d %d h", days, h)
+	}
+	return fmt.Sprintf("%d d", days)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// orDash shows "—" for an empty value, so an empty cell reads as "none", not as missing.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}

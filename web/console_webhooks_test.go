@@ -1,0 +1,131 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/opview"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// deadDelivery records a ticket that succeeds for tenant, through a ledger wired as serve wires
+// it (the console's own has no payload renderer), and ends its one delivery dead after a
+// refused attempt, as the publisher would once the window closed.
+func deadDelivery(t *testing.T, con *consoletest.Console, d models.Dialect, tenant string) models.DeliveryRow {
+	t.Helper()
+	ctx := context.Background()
+	l := models.New(con.Ledger.DB(), d, con.Clock.Now)
+	l.RenderWith(opview.Payloads(con.Catalog))
+	s, err := l.Submit(ctx, models.NewOperation{Tenant: tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: "ticket-1",
+		Tool: "tickets.create", Fingerprint: "sha256:01", Params: []byte(`{"subject":"x"}`), Actor: "api:agent",
+		Claim: &models.ClaimSpec{Worker: "w", LeaseFor: time.Minute}})
+	require.NoError(t, err)
+	require.NoError(t, l.FinishAttempt(ctx, models.Claimed{Op: s.Op, Attempt: s.Attempt}, "w", models.AttemptOutcome{
+		Class: "succeeded", DownstreamStatus: 201, To: models.StateSucceeded, Result: []byte(`{"id":"T-1"}`)}))
+	claimed, err := l.ClaimDeliveries(ctx, "publisher", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.NoError(t, l.RecordDelivery(ctx, "publisher", claimed[0], models.DeliveryOutcome{StatusCode: 503,
+		Latency: 12 * time.Millisecond, Error: "the receiver answered 503 Service Unavailable", Status: models.DeliveryDead}))
+	rows, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	return rows[0]
+}
+
+func TestConsoleWebhooks(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		con := consoletest.Start(t, d, consoletest.Options{})
+		con.Tenant(t, "acme")
+		con.Tenant(t, "globex")
+		password := con.User(t, "ada@example.com", models.RoleAdmin)
+		b := con.NewBrowser(t)
+		b.MustLogin(t, "ada@example.com", password)
+
+		p := b.Get(t, "/admin/webhooks")
+		require.Equal(t, http.StatusOK, p.Status, p.Body)
+		assert.Empty(t, p.TestIDs("webhook-row"))
+		assert.NotEmpty(t, p.TestIDs("deliveries-empty"))
+
+		form := url.Values{"tenant": {"acme"}, "url": {"http://127.0.0.1:9/hook"}, "events": {"operation.succeeded", "review.opened"}}
+		p = b.Post(t, "/admin/webhooks", form)
+		require.Equal(t, http.StatusSeeOther, p.Status)
+		p = b.Get(t, "/admin/webhooks")
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "--allow-private", "a loopback target is refused without the box")
+		assert.Empty(t, p.TestIDs("webhook-row"))
+
+		b.Get(t, "/admin/webhooks")
+		p = b.Post(t, "/admin/webhooks", url.Values{"tenant": {"acme"}, "url": {"http://127.0.0.1:9/hook"},
+			"events": {"operation.succeeded"}, "csrf_token": {""}})
+		assert.Equal(t, http.StatusForbidden, p.Status, "no CSRF token, no change")
+
+		b.Get(t, "/admin/webhooks")
+		form.Set("allow_private", "1")
+		p = b.Post(t, "/admin/webhooks", form)
+		require.Equal(t, http.StatusSeeOther, p.Status)
+		p = b.Get(t, "/admin/webhooks")
+		secrets := p.TestIDs("new-webhook-secret")
+		require.Len(t, secrets, 1, p.Body)
+		secret := secrets[0]
+		assert.True(t, strings.HasPrefix(secret, "whsec_"))
+		require.Len(t, p.TestIDs("webhook-row"), 1)
+		p = b.Get(t, "/admin/webhooks")
+		assert.NotContains(t, p.Body, secret, "the secret is shown once")
+		assert.NotContains(t, p.Body, "whsec_")
+
+		row := deadDelivery(t, con, d, "acme")
+		p = b.Get(t, "/admin/webhooks?status=dead")
+		require.Equal(t, http.StatusOK, p.Status)
+		assert.Equal(t, []string{models.DeliveryDead}, p.Attrs("delivery-row", "data-status"))
+		assert.Equal(t, []string{row.OutboxID}, p.Attrs("delivery-row", "data-webhook-id"))
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "1 delivery listed below is dead")
+		assert.Contains(t, p.TestIDs("delivery-error")[0], "503")
+		require.Len(t, p.TestIDs("delivery-attempt"), 1)
+		assert.Contains(t, p.TestIDs("delivery-attempt")[0], "503")
+		assert.Empty(t, b.Get(t, "/admin/webhooks?status=delivered").TestIDs("delivery-row"))
+
+		b.Get(t, "/admin/webhooks")
+		p = b.Post(t, "/admin/webhooks/deliveries/"+row.ID+"/redeliver", nil)
+		require.Equal(t, http.StatusSeeOther, p.Status)
+		p = b.Get(t, "/admin/webhooks")
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "queued again")
+		assert.Equal(t, []string{models.DeliveryPending}, p.Attrs("delivery-row", "data-status"))
+		assert.Equal(t, []string{row.OutboxID}, p.Attrs("delivery-row", "data-webhook-id"), "same webhook-id")
+
+		// A tenant admin of globex sees neither acme's subscription nor its deliveries.
+		other := con.User(t, "gil@example.com", models.RoleAdmin, "globex")
+		g := con.NewBrowser(t)
+		g.MustLogin(t, "gil@example.com", other)
+		p = g.Get(t, "/admin/webhooks")
+		require.Equal(t, http.StatusOK, p.Status)
+		assert.Empty(t, p.TestIDs("webhook-row"))
+		assert.Empty(t, p.TestIDs("delivery-row"))
+		p = g.Post(t, "/admin/webhooks/deliveries/"+row.ID+"/redeliver", nil)
+		assert.Equal(t, http.StatusNotFound, p.Status)
+
+		// A reviewer is not an admin.
+		rp := con.User(t, "rev@example.com", models.RoleReviewer)
+		r := con.NewBrowser(t)
+		r.MustLogin(t, "rev@example.com", rp)
+		assert.Equal(t, http.StatusForbidden, r.Get(t, "/admin/webhooks").Status)
+
+		// Deleting the subscription from the page.
+		p = b.Get(t, "/admin/webhooks")
+		id := p.Attrs("webhook-row", "data-webhook-id")[0]
+		p = b.Post(t, "/admin/webhooks/"+id+"/delete", nil)
+		require.Equal(t, http.StatusSeeOther, p.Status)
+		p = b.Get(t, "/admin/webhooks")
+		assert.Empty(t, p.TestIDs("webhook-row"))
+		assert.Equal(t, []string{models.DeliveryDead}, p.Attrs("delivery-row", "data-status"),
+			"the pending delivery of a deleted subscription ends dead")
+		assert.Empty(t, p.TestIDs("delivery-redeliver"), "and cannot be redelivered")
+	})
+}
