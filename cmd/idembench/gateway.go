@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/web"
+)
+
+// benchTools is the catalogue under test: one write tool whose downstream honours keys.
+const benchTools = `
+tools:
+  - name: bench.write
+    description: A write that the instant downstream commits at once
+    effect: write
+    params_schema:
+      type: object
+      required: [n]
+      properties: {n: {type: integer}, note: {type: string}}
+    http: {url: "%s/commit", timeout: 5s, idempotency_header: Idempotency-Key, result_reference: /id}
+`
+
+// gateway is a gateway under test and its instant downstream.
+type gateway struct {
+	url, downstream, key, dialect, run string
+	commits                          atomic.Int64
+	client                           *http.Client
+	close                            func()
+}
+
+func startGateway(ctx context.Context, dsn string) (*gateway, error) {
+	g := &gateway{run: fmt.Sprintf("%d", time.Now().UnixNano()), client: &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute},
+		Timeout:   time.Minute,
+	}}
+	var closers []func()
+	g.close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "idembench")
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, func() { os.RemoveAll(dir) })
+		dsn = filepath.Join(dir, "bench.db")
+	}
+	down, err := g.startDownstream()
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { down.Close() })
+
+	db, dialect, err := models.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, _ := db.DB()
+	closers = append(closers, func() { sqlDB.Close() })
+	if err := models.Migrate(ctx, db, dialect); err != nil {
+		return nil, err
+	}
+	g.dialect = string(dialect)
+	ledger := models.New(db, dialect, nil)
+	tenant := "bench-" + g.run
+	if _, err := ledger.CreateTenant(ctx, tenant); err != nil {
+		return nil, err
+	}
+	k, err := ledger.CreateAPIKey(ctx, tenant, "bench", nil)
+	if err != nil {
+		return nil, err
+	}
+	g.key = k.Secret
+	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream)))
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "idembench", Log: log})
+	jctx, stopJobs := context.WithCancel(ctx)
+	go jobs.NewDispatcher(exec, ledger, 100*time.Millisecond, 64, log).Run(jctx)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stopJobs()
+		return nil, err
+	}
+	srv := &http.Server{Handler: web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec,
+		Limiter: handlers.NewRateLimiter(0, 0), Log: log})}
+	go srv.Serve(ln)
+	closers = append(closers, func() {
+		srv.Close()
+		stopJobs()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		exec.Shutdown(sctx)
+	})
+	g.url = "http://" + ln.Addr().String()
+	return g, nil
+}
+
+// startDownstream serves an instant downstream that commits once per Idempotency-Key.
+func (g *gateway) startDownstream() (*http.Server, error) {
+	var seen sync.Map
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		key := r.Header.Get("Idempotency-Key")
+		if _, dup := seen.LoadOrStore(key, true); !dup || key == "" {
+			g.commits.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"id":"c-%d","status":"done"}`, g.commits.Load())
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	g.downstream = "http://" + ln.Addr().String()
+	return srv, nil
+}
+
+func (g *gateway) post(ctx context.Context, url, key, body string, auth bool) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+g.key)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+func expect(status int, err error, want ...int) error {
+	if err != nil {
+		return err
+	}
+	for _, w := range want {
+		if status == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("status %d", status)
+}
+
+func (g *gateway) direct(ctx context.Context, i int64) error {
+	status, err := g.post(ctx, g.downstream+"/commit", fmt.Sprintf("direct-%s-%d", g.run, i), fmt.Sprintf(`{"n":%d}`, i), false)
+	return expect(status, err, http.StatusCreated)
+}
+
+func (g *gateway) newOperation(ctx context.Context, i int64) error {
+	status, err := g.post(ctx, g.url+"/v1/operations", fmt.Sprintf("new-%s-%d", g.run, i),
+		fmt.Sprintf(`{"tool":"bench.write","params":{"n":%d}}`, i), true)
+	return expect(status, err, http.StatusCreated)
+}
+
+func (g *gateway) replay(ctx context.Context, _ int64) error {
+	status, err := g.post(ctx, g.url+"/v1/operations", "replay-"+g.run, `{"tool":"bench.write","params":{"n":0}}`, true)
+	return expect(status, err, http.StatusOK, http.StatusCreated)
+}
+
+// storm sends n concurrent requests for one new key and checks the downstream committed once.
+func (g *gateway) storm(ctx context.Context, n int) (result, error) {
+	before := g.commits.Load()
+	key := "storm-" + g.run
+	lat := make([]time.Duration, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			status, err := g.post(ctx, g.url+"/v1/operations", key, `{"tool":"bench.write","params":{"n":1}}`, true)
+			lat[i] = time.Since(t0)
+			if expect(status, err, http.StatusCreated, http.StatusOK) != nil {
+				errs.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	r := summarise(fmt.Sprintf("storm (%d duplicates)", n), lat, errs.Load(), time.Since(start))
+	r.Note = fmt.Sprintf("side effects: %d", g.commits.Load()-before)
+	if g.commits.Load()-before != 1 {
+		return r, fmt.Errorf("storm: %d side effects for one key", g.commits.Load()-before)
+	}
+	return r, nil
+}
+

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBenchRuns drives every scenario briefly: the numbers are not checked (timing belongs to
+// benchmarks), the outcome is — no errors, and one side effect for the storm.
+func TestBenchRuns(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"--duration", "300ms", "--concurrency", "4", "--storm", "50", "--json"}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	var report struct {
+		Results []result `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &report))
+	require.Len(t, report.Results, 4)
+	for _, r := range report.Results {
+		require.Zero(t, r.Errors, r.Name)
+		require.Positive(t, r.Requests, r.Name)
+	}
+	require.Equal(t, "side effects: 1", report.Results[3].Note)
+}
