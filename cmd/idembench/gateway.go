@@ -37,9 +37,9 @@ tools:
 // gateway is a gateway under test and its instant downstream.
 type gateway struct {
 	url, downstream, key, dialect, run string
-	commits                          atomic.Int64
-	client                           *http.Client
-	close                            func()
+	commits                            atomic.Int64
+	client                             *http.Client
+	close                              func()
 }
 
 func startGateway(ctx context.Context, dsn string) (*gateway, error) {
@@ -214,4 +214,3 @@ func (g *gateway) storm(ctx context.Context, n int) (result, error) {
 	}
 	return r, nil
 }
-
