@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,42 @@ type API struct {
 	Catalog  *catalog.Catalog
 	Executor *jobs.Executor
 	Limiter  *RateLimiter
+	Meter    RequestMeter // nil counts nothing
+}
+
+// RequestMeter counts answers to POST /v1/operations by outcome.
+type RequestMeter interface {
+	Request(outcome string)
+}
+
+// countRequest classifies the answer to a submit into a bounded set of outcomes.
+func (a *API) countRequest(c echo.Context, err error) {
+	if a.Meter == nil {
+		return
+	}
+	outcome := "invalid"
+	switch {
+	case err == nil && c.Response().Status == http.StatusOK:
+		outcome = "replayed"
+	case err == nil:
+		outcome = "created"
+	default:
+		switch ProblemFrom(err).Slug {
+		case problems.OperationInProgress, problems.OperationUncertain, problems.OperationAwaitingApproval:
+			outcome = "in_progress"
+		case problems.IdempotencyKeyMismatch:
+			outcome = "mismatch"
+		case problems.IdempotencyKeyExpired:
+			outcome = "expired"
+		case problems.ToolForbidden:
+			outcome = "forbidden"
+		case problems.RateLimited:
+			outcome = "rate_limited"
+		case problems.LedgerUnavailable, problems.Internal:
+			outcome = "unavailable"
+		}
+	}
+	a.Meter.Request(outcome)
 }
 
 // operationRequest is the body of POST /v1/operations.
@@ -39,7 +76,8 @@ type operationRequest struct {
 }
 
 // CreateOperation handles POST /v1/operations, with the checks in the order of SPEC §5.
-func (a *API) CreateOperation(c echo.Context) error {
+func (a *API) CreateOperation(c echo.Context) (err error) {
+	defer func() { a.countRequest(c, err) }()
 	caller := CallerFrom(c.Request().Context())
 	if !a.Limiter.Allow(caller.PrincipalID) {
 		return &Problem{Slug: problems.RateLimited, RetryAfter: 1, Detail: "too many requests for this principal; retry with the same Idempotency-Key"}
@@ -52,15 +90,8 @@ func (a *API) CreateOperation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tool, params, err := a.checkCall(caller, req.Tool, req.Params)
-	if err != nil {
-		return err
-	}
 	prefer := headers.ParsePrefer(c.Request().Header.Values("Prefer"))
-	res, err := a.Executor.Submit(c.Request().Context(), jobs.SubmitRequest{
-		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
-		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: prefer.Wait,
-	})
+	res, err := a.submitCall(c.Request().Context(), caller, key, req, prefer.Wait)
 	if err != nil {
 		return err
 	}
@@ -68,6 +99,20 @@ func (a *API) CreateOperation(c echo.Context) error {
 		c.Response().Header().Set("Preference-Applied", prefer.Applied)
 	}
 	return a.answer(c, res)
+}
+
+// submitCall runs the checks of a call that come after its key and body (the tool exists, the
+// caller may use it, the params match its schema), then records and runs it. It is the one
+// path into the ledger of POST /v1/operations and of MCP tools/call.
+func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string, req operationRequest, wait time.Duration) (jobs.SubmitResult, error) {
+	tool, params, err := a.checkCall(caller, req.Tool, req.Params)
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	return a.Executor.Submit(ctx, jobs.SubmitRequest{
+		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
+		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: wait,
+	})
 }
 
 // checkCall finds the tool, checks the caller may use it and that params match its schema.
@@ -177,7 +222,13 @@ func (a *API) answer(c echo.Context, res jobs.SubmitResult) error {
 		h.Set("Idempotent-Replayed", "true")
 		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
 	}
-	p := &Problem{Op: op, Location: location, RetryAfter: retryAfter(op)}
+	return inFlightProblem(op)
+}
+
+// inFlightProblem is the answer to a duplicate request whose operation was not terminal within
+// its wait: the agent must poll that operation, never invent a new key.
+func inFlightProblem(op *models.Operation) *Problem {
+	p := &Problem{Op: op, Location: "/v1/operations/" + op.ID, RetryAfter: retryAfter(op)}
 	switch op.State {
 	case models.StateUnknown:
 		p.Slug, p.Detail = problems.OperationUncertain, "the downstream may have performed this operation; idemgate is reconciling it. Poll the operation; do not retry with a new key."

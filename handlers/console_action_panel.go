@@ -86,18 +86,18 @@ func unknownForms(op *models.Operation) []views.ActionForm {
 			Summary: "You found it in the downstream system.",
 			Explain: "The operation becomes SUCCEEDED with the reference you give, and the agent is told it succeeded. " +
 				"Nothing is sent again.",
-			Button: "Confirm succeeded", Tone: views.TonePrimary, Reference: true},
+			Button: "Confirm succeeded", Tone: views.ToneNeutral, Reference: true},
 		{Name: models.ActionConfirmNotExecuted, Title: "It did not take effect — retry it",
 			Summary: "You confirmed in the downstream system that it is not there.",
-			Explain: fmt.Sprintf("The operation goes back to PENDING and %s is sent to the downstream again, at once. "+
-				"Only do this if you have confirmed in the downstream system that the first request was not carried out: "+
-				"if it was, it will happen twice.", op.Tool),
+			Explain: fmt.Sprintf("The operation goes back to PENDING and %s is sent to the downstream again, at once.", op.Tool),
+			Caution: "Only do this if you have confirmed in the downstream system that the first request was not carried out: " +
+				"if it was, it will happen twice.",
 			Button: "Confirm not executed and retry", Tone: views.ToneNeutral},
 		{Name: models.ActionMarkFailed, Title: "Give up — mark failed",
 			Summary: "End it without sending it again. This cannot be undone.",
-			Explain: "The operation ends as FAILED_FINAL and is never sent again; the agent is told it failed. " +
-				"If the call did take effect, confirm succeeded instead.",
-			Button: "Mark failed", Tone: views.ToneDanger},
+			Explain: "The operation ends as FAILED_FINAL and is never sent again; the agent is told it failed.",
+			Caution: "This cannot be undone. If the call did take effect, confirm succeeded instead.",
+			Button:  "Mark failed", Tone: views.ToneDanger},
 	}
 }
 
@@ -108,6 +108,7 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	reject := views.ActionForm{Name: models.ActionReject, Title: "Reject",
 		Summary: "It must not run. This cannot be undone.",
 		Explain: "The operation ends as FAILED_FINAL and is never sent; the agent is told a reviewer rejected it.",
+		Caution: "This cannot be undone.",
 		Button:  "Reject", Tone: views.ToneDanger}
 	if !known {
 		p.Intro = "The tool " + op.Tool + " is no longer in the catalogue, so how many approvals it needs is unknown: it can only be rejected."

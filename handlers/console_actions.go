@@ -162,19 +162,20 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 		done, err = do(ctx, r)
 	}
 	switch models.ErrorCode(err) {
-	case "":
-		if done.Kind == "" {
-			done.Kind = views.NoticeSuccess
-		}
-		if done.Redirect == "" {
-			done.Redirect = OperationHref(rec.Op.ID)
-		}
-		h.Sessions.SetFlash(c, Flash{Kind: string(done.Kind), Message: done.Message})
-		return c.Redirect(http.StatusSeeOther, done.Redirect)
 	case models.CodeStale, models.CodeInvalid, models.CodeNotCompensable:
 		return h.refuseAction(c, v, name, r, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if done.Kind == "" {
+		done.Kind = views.NoticeSuccess
+	}
+	if done.Redirect == "" {
+		done.Redirect = OperationHref(rec.Op.ID)
+	}
+	h.Sessions.SetFlash(c, Flash{Kind: string(done.Kind), Message: done.Message})
+	return c.Redirect(http.StatusSeeOther, done.Redirect)
 }
 
 // refuseAction records the refusal and shows the operation as it is now, with why nothing

@@ -68,9 +68,12 @@ func (h *Console) CreateTenant(c echo.Context) error {
 		return err
 	}
 	if !v.Scope.Unlimited() {
-		return echo.NewHTTPError(http.StatusForbidden, "Only an admin of every tenant can create tenants.")
+		return h.forbid(c, v, "Only an admin of every tenant can create tenants.")
 	}
 	t, err := h.Ledger.CreateTenant(c.Request().Context(), strings.TrimSpace(c.FormValue("name")))
+	if err == nil {
+		h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditTenantCreate, Tenant: t.Name})
+	}
 	return h.adminDone(c, err, "Tenant "+tenantName(t)+" created.", "#tenants")
 }
 
@@ -94,6 +97,8 @@ func (h *Console) CreateAPIKey(c echo.Context) error {
 	if err != nil {
 		return h.adminDone(c, err, "", "#keys")
 	}
+	h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditAPIKeyCreate, Tenant: k.Key.Tenant,
+		Detail: map[string]any{"key_id": k.Key.ID, "prefix": k.Key.Prefix, "principal": principal, "tools": k.Key.Tools}})
 	h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: "API key created.",
 		Tenant: k.Key.Tenant, Principal: principal, Tools: k.Key.Tools, Secret: k.Secret})
 	return c.Redirect(http.StatusSeeOther, "/admin#keys")
@@ -110,6 +115,10 @@ func (h *Console) RevokeAPIKey(c echo.Context) error {
 		return err
 	}
 	msg := ""
+	if err == nil {
+		h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditAPIKeyRevoke, Tenant: k.Tenant,
+			Detail: map[string]any{"key_id": k.ID, "prefix": k.Prefix}})
+	}
 	if k != nil {
 		msg = "API key " + k.Prefix + "… of " + k.Tenant + " revoked. Agents using it are refused from now on."
 	}
@@ -126,9 +135,12 @@ func (h *Console) CreateUser(c echo.Context) error {
 	in := models.NewUser{Email: c.FormValue("email"), Password: c.FormValue("password"),
 		Role: models.Role(c.FormValue("role")), Tenants: splitList(c.FormValue("tenants"))}
 	if !v.Scope.Unlimited() && (len(in.Tenants) == 0 || !withinScope(in.Tenants, v.Scope)) {
-		return echo.NewHTTPError(http.StatusForbidden, "You can only create users limited to your own tenants.")
+		return h.forbid(c, v, "You can only create users limited to your own tenants.")
 	}
 	u, err := h.Ledger.CreateUser(c.Request().Context(), in)
+	if err == nil {
+		h.audit(c, u.CreatedAudit(v.Actor()))
+	}
 	msg := ""
 	if u != nil {
 		msg = "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") created."

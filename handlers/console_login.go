@@ -42,9 +42,11 @@ func (h *Console) Login(c echo.Context) error {
 	switch models.ErrorCode(err) {
 	case "":
 	case models.CodeNotFound:
+		h.recordFailedLogin(c, form.Email, "wrong email or password")
 		form.Error = "Wrong email or password."
 		return h.loginPage(c, http.StatusUnauthorized, form)
 	case models.CodeThrottled:
+		h.recordFailedLogin(c, form.Email, "too many failed sign-ins")
 		minutes := int(h.Limits.Window.Minutes())
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(h.Limits.Window.Seconds())))
 		form.Error = "Too many failed sign-ins. Wait " + strconv.Itoa(minutes) + " minutes, then try again. If you forgot your password, ask an admin."
@@ -56,6 +58,13 @@ func (h *Console) Login(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, form.Next)
+}
+
+// recordFailedLogin writes the audit entry of a refused sign-in: the address it came from and
+// the email tried, never the password.
+func (h *Console) recordFailedLogin(c echo.Context, email, refusal string) {
+	RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: models.AnonymousActor(c.RealIP()), Action: models.AuditLoginFailed,
+		Detail: map[string]any{"email": strings.ToLower(email), "ip": c.RealIP(), "refusal": refusal}})
 }
 
 // Logout ends the session and returns to the sign-in page.

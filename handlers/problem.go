@@ -105,8 +105,8 @@ type problemBody struct {
 	Errors                any    `json:"errors,omitempty"`
 }
 
-// WriteProblem answers c with p.
-func WriteProblem(c echo.Context, p *Problem) error {
+// body is the problem details object of p, as the API and the MCP server answer it.
+func (p *Problem) body() problemBody {
 	t, ok := problems.Lookup(p.Slug)
 	if !ok {
 		t, _ = problems.Lookup(problems.Internal)
@@ -118,6 +118,12 @@ func WriteProblem(c echo.Context, p *Problem) error {
 		no := false
 		body.OperationID, body.State, body.SafeToRetryWithNewKey = p.Op.ID, string(p.Op.State), &no
 	}
+	return body
+}
+
+// WriteProblem answers c with p.
+func WriteProblem(c echo.Context, p *Problem) error {
+	body := p.body()
 	h := c.Response().Header()
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
@@ -129,5 +135,14 @@ func WriteProblem(c echo.Context, p *Problem) error {
 	if err != nil {
 		return err
 	}
-	return c.Blob(t.Status, "application/problem+json", b)
+	return c.Blob(body.Status, "application/problem+json", b)
+}
+
+// ProblemStatus is the HTTP status err will be answered with.
+func ProblemStatus(err error) int {
+	t, ok := problems.Lookup(ProblemFrom(err).Slug)
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	return t.Status
 }

@@ -104,6 +104,13 @@ func parseSFString(v string) (string, error) {
 	return "", invalid("the quoted key has no closing quote")
 }
 
+// CheckKey reports whether key, taken as it is rather than as a header value
+// (no quotes are removed and no whitespace trimmed), is a valid operation
+// key: 1 to MaxKeyLen printable ASCII characters. Keys that arrive outside
+// the header, such as an MCP call's operation_key, are checked with it; its
+// errors wrap ErrKeyInvalid.
+func CheckKey(key string) error { return checkKey(key, "key") }
+
 // checkKey reports whether key has an allowed length and only printable
 // ASCII characters.
 func checkKey(key, what string) error {

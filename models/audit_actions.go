@@ -1,5 +1,7 @@
 package models
 
+import "strings"
+
 // The audit log's outcomes: the request was carried out, refused (nothing changed), or failed
 // part-way.
 const (
@@ -34,3 +36,18 @@ const ActorCLI = "cli"
 
 // AnonymousActor is the actor of a request nobody is signed in for, named by its address.
 func AnonymousActor(ip string) string { return "anonymous:" + ip }
+
+// CreatedAudit is the audit entry of u's creation by actor: email, role and tenants, never the
+// password. A user limited to exactly one tenant is that tenant's entry, so its auditors see it;
+// any other is visible to auditors of every tenant only.
+func (u *User) CreatedAudit(actor string) AuditInput {
+	tenants := "every tenant"
+	if list := u.TenantList(); list != nil {
+		tenants = strings.Join(list, ",")
+	}
+	in := AuditInput{Actor: actor, Action: AuditUserCreate, Detail: map[string]any{"email": u.Email, "role": string(u.Role), "tenants": tenants}}
+	if list := u.TenantList(); len(list) == 1 {
+		in.Tenant = list[0]
+	}
+	return in
+}

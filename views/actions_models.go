@@ -34,8 +34,8 @@ type ApprovalStatus struct {
 	Note string
 }
 
-// Tones of an action's button: Primary is the expected way forward, Danger ends the operation
-// for good, Neutral is everything else.
+// Tones of an action: Primary is the expected way forward, Danger ends the operation for good,
+// Neutral is everything else (several findings, none preferred).
 const (
 	TonePrimary = "primary"
 	ToneNeutral = "neutral"
@@ -50,8 +50,9 @@ type ActionForm struct {
 	URL     string
 	Title   string
 	Summary string
-	// Explain says what will happen, and what to check first.
+	// Explain says what will happen; Caution, when set, what to be sure of first.
 	Explain string
+	Caution string
 	Button  string
 	Tone    string
 	// Reference asks for the downstream reference and an optional result document.
@@ -69,13 +70,12 @@ type ActionInput struct {
 	Result    string
 }
 
-// ButtonClass is the class of a form's submit button.
+// ButtonClass is the class of a form's submit button: once a form is open its button is the
+// way forward, except for an action that ends the operation for good, which stays outlined in
+// red so that it never draws the eye first.
 func (f ActionForm) ButtonClass() string {
-	switch f.Tone {
-	case TonePrimary:
-		return "button button--primary"
-	case ToneDanger:
+	if f.Tone == ToneDanger {
 		return "button button--danger"
 	}
-	return "button"
+	return "button button--primary"
 }

@@ -33,7 +33,11 @@ func TestConsolePagesRender(t *testing.T) {
 		"operation": views.Operation(views.OperationPage{Page: rita, Op: opRow, Params: `{"card_number": "***"}`, ResultNote: "No result recorded.",
 			Timeline: []views.TimelineEntry{{Type: "attempt_finished", Label: "Attempt 1 finished", From: "RUNNING", To: "UNKNOWN", Actor: "worker:w",
 				Attempt: &views.AttemptInfo{Number: 1, RequestID: "att_1", Status: "504", Latency: "1500 ms", TraceID: "4bf9"}}}}),
-		"workflow": views.Workflow(views.WorkflowPage{Page: rita, RunID: "wf-1", Rows: []views.OperationRow{opRow}}),
+		"workflow":               views.Workflow(views.WorkflowPage{Page: rita, RunID: "wf-1", Rows: []views.OperationRow{opRow}}),
+		"operation with actions": views.Operation(views.OperationPage{Page: rita, Op: opRow, Actions: views.ActionsPanel(actionPanel())}),
+		"audit": views.AuditLog(views.AuditPage{Page: rita, HeadSeq: "2", HeadHash: "sha256:ab", Verified: &views.AuditVerification{Seq: "1", Since: "1"},
+			Rows: []views.AuditLogRow{{Seq: "2", Actor: "cli", Action: "tenant.create", Outcome: "ok", Detail: []views.Detail{{Name: "reason", Value: "x"}}}}}),
+		"exports": views.Exports(views.ExportsPage{Page: rita, Formats: []views.Option{{Value: "csv", Label: "CSV"}}, Error: "Choose CSV or NDJSON."}),
 		"admin": views.Admin(views.AdminPage{Page: rita, MayCreateTenants: true, NewKey: &views.NewKeyInfo{Secret: "idg_secret"},
 			Keys: []views.KeyRow{{ID: "key_1", Prefix: "idg_abcdefgh"}}, TenantOptions: []views.Option{{Value: "acme", Label: "acme"}}}),
 	}

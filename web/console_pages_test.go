@@ -227,7 +227,8 @@ func TestOperationPage(t *testing.T) {
 		assert.Contains(t, p.TestIDs("attempt-trace-id"), "4bf92f3577b34da6a3ce929d0e0e4736")
 		assert.Len(t, p.TestIDs("attempt-request-id"), 2, "on the start and the end of the attempt")
 		assert.Equal(t, []string{"open"}, p.Attrs("review", "data-status"))
-		assert.Equal(t, []string{""}, p.TestIDs("operation-actions"), "the actions slot is empty")
+		assert.Equal(t, []string{"reconcile_now", "confirm_succeeded", "confirm_not_executed", "mark_failed"},
+			p.Attrs("action", "data-action"), "the UNKNOWN operation's actions, safest first")
 		assert.Equal(t, []string{"wf-1"}, p.TestIDs("workflow-link"))
 
 		w := s.b.Get(t, "/workflows/wf-1")

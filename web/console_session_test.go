@@ -17,7 +17,8 @@ import (
 const sessionCookie = "idemgate_session"
 
 // consolePages are every console page, as a signed-out browser asks for them.
-var consolePages = []string{"/", "/reviews", "/reviews/list", "/operations", "/operations/op_x", "/workflows/wf-1", "/admin"}
+var consolePages = []string{"/", "/reviews", "/reviews/list", "/operations", "/operations/op_x", "/workflows/wf-1", "/admin",
+	"/audit", "/exports", "/exports/download?format=csv"}
 
 func TestConsoleRedirectsToLoginWithoutSession(t *testing.T) {
 	t.Parallel()

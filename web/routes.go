@@ -4,12 +4,15 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/idemgate/idemgate/apidoc"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/problems"
 	"github.com/idemgate/idemgate/static"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // consoleBodyLimit bounds console form posts: forms carry a few short fields.
@@ -18,10 +21,16 @@ const consoleBodyLimit = "64K"
 // routes lists every route of the gateway, in one place.
 func routes(e *echo.Echo, cfg Config) {
 	api := &handlers.API{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Executor: cfg.Executor, Limiter: cfg.Limiter}
+	if cfg.Metrics != nil {
+		api.Meter = cfg.Metrics
+	}
 	svc := &handlers.Service{Ledger: cfg.Ledger}
 
 	e.GET("/healthz", svc.Healthz)
 	e.GET("/readyz", svc.Readyz)
+	if cfg.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
+	}
 	e.GET("/problems", func(c echo.Context) error {
 		return render(c, http.StatusOK, views.ProblemIndex(problems.All()))
 	})
@@ -33,6 +42,7 @@ func routes(e *echo.Echo, cfg Config) {
 		return render(c, http.StatusOK, views.ProblemPage(t))
 	})
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
+	e.GET("/openapi.json", echo.WrapHandler(apidoc.Handler()))
 
 	v1 := e.Group("/v1", authenticate(cfg.Ledger))
 	v1.POST("/operations", api.CreateOperation)
@@ -42,15 +52,20 @@ func routes(e *echo.Echo, cfg Config) {
 	v1.POST("/operations/:id/cancel", api.Cancel)
 	v1.POST("/operations/:id/compensate", api.Compensate)
 	v1.GET("/tools", api.Tools)
+	// The Model Context Protocol (Streamable HTTP), with the same API keys and ledger path.
+	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), authenticate(cfg.Ledger))
 
 	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
-	// posts; all but the sign-in page need a signed-in user; /admin needs an admin.
+	// posts; all but the sign-in page need a signed-in user; review actions need a reviewer
+	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
 	sm := newSessionManager(cfg)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now,
-		RefreshEvery: cfg.ReviewRefresh}
+		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log}
 	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
-	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{requireAdmin})
+	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
+	reviewer := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyReviewers, models.RoleReviewer, models.RoleAdmin)})
+	auditor := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAuditors, models.RoleAuditor, models.RoleAdmin)})
 
 	e.GET("/login", con.LoginForm, anyone...)
 	e.POST("/login", con.Login, anyone...)
@@ -61,6 +76,17 @@ func routes(e *echo.Echo, cfg Config) {
 	e.GET("/operations", con.Operations, signedIn...)
 	e.GET("/operations/:id", con.Operation, signedIn...)
 	e.GET("/workflows/:run", con.Workflow, signedIn...)
+	e.POST("/operations/:id/actions/confirm_succeeded", con.ConfirmSucceeded, reviewer...)
+	e.POST("/operations/:id/actions/confirm_not_executed", con.ConfirmNotExecuted, reviewer...)
+	e.POST("/operations/:id/actions/mark_failed", con.MarkFailed, reviewer...)
+	e.POST("/operations/:id/actions/reconcile_now", con.ReconcileNow, reviewer...)
+	e.POST("/operations/:id/actions/approve", con.Approve, reviewer...)
+	e.POST("/operations/:id/actions/reject", con.Reject, reviewer...)
+	e.POST("/operations/:id/actions/propose_compensation", con.ProposeCompensation, reviewer...)
+	e.GET("/audit", con.AuditLog, auditor...)
+	e.POST("/audit/verify", con.VerifyAudit, auditor...)
+	e.GET("/exports", con.Exports, auditor...)
+	e.GET("/exports/download", con.DownloadExport, auditor...)
 	e.GET("/admin", con.Admin, admin...)
 	e.POST("/admin/tenants", con.CreateTenant, admin...)
 	e.POST("/admin/keys", con.CreateAPIKey, admin...)

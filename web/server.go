@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -51,6 +52,8 @@ type Config struct {
 	Now func() time.Time
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
+	// Metrics, when set, is served at /metrics and counts every request.
+	Metrics *telemetry.Metrics
 }
 
 // withDefaults fills the zero fields of cfg.
@@ -86,10 +89,13 @@ func New(cfg Config) *echo.Echo {
 	if cfg.TrustProxy {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader()
 	}
-	e.HTTPErrorHandler = errorHandler(cfg.Log)
+	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(recoverer(cfg.Log))
 	e.Use(securityHeaders)
+	if cfg.Metrics != nil {
+		e.Use(measure(cfg.Metrics))
+	}
 	routes(e, cfg)
 	return e
 }
@@ -140,7 +146,7 @@ func authenticate(ledger *models.Ledger) echo.MiddlewareFunc {
 
 // errorHandler is the one place errors become answers: problem JSON for the API and service
 // endpoints, a calm page for people.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, refusals *refusalAuditor) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -164,6 +170,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			werr = render(c, t.Status, views.ErrorPage(t.Status, t.Title))
 		} else {
 			logProblem(log, p, err, c, reqID)
+			refusals.record(c, p, reqID)
 			werr = handlers.WriteProblem(c, p)
 		}
 		if werr != nil {
@@ -243,4 +250,25 @@ func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, grace time.Durati
 		return srv.Close()
 	}
 	return nil
+}
+
+// measure counts every request by method, route pattern (never the raw path, whose ids
+// would make the label unbounded) and status.
+func measure(m *telemetry.Metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			status := c.Response().Status
+			if err != nil {
+				status = handlers.ProblemStatus(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			m.HTTP(c.Request().Method, route, status, time.Since(start))
+			return err
+		}
+	}
 }

@@ -172,6 +172,7 @@ func (m *sessionManager) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 			want = rs.csrf()
 		}
 		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			m.recordCSRFRefusal(c, rs, got == "")
 			return echo.NewHTTPError(http.StatusForbidden,
 				"This form has expired or did not come from this console, so nothing was changed. Go back, reload the page and try again.")
 		}
@@ -242,18 +243,6 @@ func (m *sessionManager) toLogin(c echo.Context, reason string) error {
 		target += "?" + q.Encode()
 	}
 	return c.Redirect(http.StatusSeeOther, target)
-}
-
-// requireAdmin refuses every role but admin with 403: the user is known, and that the admin
-// pages exist is no secret; only records of other tenants are hidden as 404.
-func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		v := handlers.ViewerFrom(c.Request().Context())
-		if v == nil || v.Role != models.RoleAdmin {
-			return echo.NewHTTPError(http.StatusForbidden, "Only admins can use the admin pages.")
-		}
-		return next(c)
-	}
 }
 
 // SignIn starts a new session of u: a new ledger session, a new CSRF token, and nothing kept

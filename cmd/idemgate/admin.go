@@ -55,7 +55,7 @@ func (env *environment) tenant(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "tenant %s created\n", t.Name)
-	return nil
+	return audited(ctx, l, models.AuditInput{Action: models.AuditTenantCreate, Tenant: t.Name})
 }
 
 func (env *environment) apikey(ctx context.Context, args []string) error {
@@ -79,7 +79,8 @@ func (env *environment) apikey(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "API key %s… of tenant %s revoked\n", k.Prefix, k.Tenant)
-		return nil
+		return audited(ctx, l, models.AuditInput{Action: models.AuditAPIKeyRevoke, Tenant: k.Tenant,
+			Detail: map[string]any{"key_id": k.ID, "prefix": k.Prefix}})
 	}
 	return fmt.Errorf("unknown apikey command %q", args[0])
 }
@@ -105,6 +106,18 @@ func (env *environment) apikeyCreate(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "API key for %s/%s (tools: %s), shown once:\n%s\n", *tenant, *principal, k.Key.Tools, k.Secret)
+	return audited(ctx, l, models.AuditInput{Action: models.AuditAPIKeyCreate, Tenant: k.Key.Tenant,
+		Detail: map[string]any{"key_id": k.Key.ID, "prefix": k.Key.Prefix, "principal": *principal, "tools": k.Key.Tools}})
+}
+
+// audited records a change made from the command line, with actor cli. The change is already
+// committed (and reported, so a new key's secret is not lost); when its entry cannot be written
+// the command fails and says so, so that the operator knows the log lacks it.
+func audited(ctx context.Context, l *models.Ledger, in models.AuditInput) error {
+	in.Actor, in.Outcome = models.ActorCLI, models.OutcomeOK
+	if _, err := l.Audit(ctx, in); err != nil {
+		return fmt.Errorf("the change was made, but its audit entry (%s) could not be written: %w", in.Action, err)
+	}
 	return nil
 }
 

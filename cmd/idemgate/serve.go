@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/opview"
 	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
 	"golang.org/x/sync/errgroup"
 )
@@ -59,7 +60,11 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	defer closeDB()
 	ledger.RenderWith(opview.Payloads(cat)) // webhook payloads show operations as the API does, masked
 
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin, Log: log})
+	metrics := telemetry.New(cat.Names(), log)
+	ledger.Observe(metrics)
+	metrics.WatchLedger(ledger, handlers.Windows(cat))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin,
+		Meter: metrics, Log: log})
 	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -70,7 +75,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	g.Go(func() error { publisher.Run(gctx); return nil })
 	g.Go(func() error { ledger.Listen(gctx, env.getenv("IDEMGATE_DATABASE_URL"), log); return nil })
 	if withHTTP {
-		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log,
+		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log, Metrics: metrics,
 			TrustProxy: *trustProxy}
 		if cfg.SessionKey, err = env.sessionKey(ctx, ledger, log); err != nil {
 			return err

@@ -46,7 +46,7 @@ func (env *environment) user(ctx context.Context, args []string) error {
 		scope = "tenants " + strings.Join(list, ", ")
 	}
 	fmt.Fprintf(env.stdout, "user %s created (role %s, %s)\n", u.Email, u.Role, scope)
-	return nil
+	return audited(ctx, l, u.CreatedAudit(models.ActorCLI))
 }
 
 // readPassword reads the password from the first line of r, so that it never appears in the

@@ -23,21 +23,30 @@ import (
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/sandbox"
 	"github.com/idemgate/idemgate/web"
 	"golang.org/x/net/html"
 )
 
-// Clock is a test clock shared by the ledger and the console.
+// Clock is a test clock shared by the ledger and the console. It stands still unless it
+// follows the wall clock (Options.Downstream, where attempts must run); either way Advance
+// moves it on.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	wall bool // t is then an offset from the wall clock's start
+	base time.Time
 }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.wall {
+		return c.t.Add(time.Since(c.base))
+	}
 	return c.t
 }
 
@@ -56,28 +65,67 @@ type Options struct {
 	TLS             bool // serve over HTTPS (httptest's certificate)
 	TrustProxy      bool
 	ReviewRefresh   time.Duration
+	// Downstream runs the sandbox downstream and a dispatcher with the executor, so that
+	// operations made runnable (a retry, an approval) are really sent, and the clock follows
+	// the wall clock.
+	Downstream bool
 }
+
+// ExtraTools are added to gatewaytest's catalogue for console tests.
+const ExtraTools = `
+  - name: payouts.dual
+    description: Pay out a large sum; needs two reviewers
+    effect: write
+    params_schema:
+      type: object
+      required: [order_id, amount_cents, currency]
+      properties:
+        order_id: {type: string}
+        amount_cents: {type: integer}
+        currency: {type: string}
+    http:
+      url: "{{SANDBOX}}/refunds"
+      timeout: 1s
+    review: {require_approval: true, approvals: 2, approval_ttl: 1h}
+`
 
 // Console is a running console under test.
 type Console struct {
-	URL     string
-	Ledger  *models.Ledger
-	Catalog *catalog.Catalog
-	Clock   *Clock
+	URL      string
+	Ledger   *models.Ledger
+	Catalog  *catalog.Catalog
+	Executor *jobs.Executor
+	Clock    *Clock
+	// Sandbox is the downstream with Options.Downstream; nil otherwise.
+	Sandbox *sandbox.Sandbox
 	server  *httptest.Server
 }
 
-// Start runs the console on engine d until the test ends. The catalogue is gatewaytest's; no
-// downstream runs, so seeded operations stay where the test puts them.
+// Start runs the console on engine d until the test ends. The catalogue is gatewaytest's and
+// ExtraTools. Unless opts.Downstream, no downstream runs, so seeded operations stay where the
+// test puts them.
 func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	t.Helper()
-	clock := &Clock{t: time.Now().UTC().Truncate(time.Second)}
+	clock := &Clock{t: time.Now().UTC().Truncate(time.Second), wall: opts.Downstream, base: time.Now()}
 	ledger := models.New(testdb.Open(t, d), d, clock.Now)
-	cat, err := catalog.Load([]byte(strings.ReplaceAll(gatewaytest.Tools, "{{SANDBOX}}", "http://127.0.0.1:9")))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	downstream := "http://127.0.0.1:9"
+	var sb *sandbox.Sandbox
+	if opts.Downstream {
+		sb = sandbox.New()
+		sbSrv := httptest.NewServer(sb)
+		t.Cleanup(sbSrv.Close)
+		downstream = sbSrv.URL
+	}
+	cat, err := catalog.Load([]byte(strings.ReplaceAll(gatewaytest.Tools+ExtraTools, "{{SANDBOX}}", downstream)))
 	if err != nil {
 		t.Fatalf("consoletest: catalogue: %v", err)
 	}
-	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Now: clock.Now, Log: log})
+	if opts.Downstream {
+		dispatch(t, exec, ledger, log)
+	}
+	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Log: log,
 		SessionKey: "consoletest-session-key-of-at-least-32-characters", Now: clock.Now,
 		SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits, TrustProxy: opts.TrustProxy,
 		ReviewRefresh: opts.ReviewRefresh})
@@ -88,7 +136,21 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Clock: clock, server: srv}
+	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Executor: exec, Clock: clock, Sandbox: sb, server: srv}
+}
+
+// dispatch runs a dispatcher with exec until the test ends, then lets running attempts finish.
+func dispatch(t testing.TB, exec *jobs.Executor, ledger *models.Ledger, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 4, log).Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		exec.Shutdown(sctx)
+	})
 }
 
 // Tenant creates tenant unless it exists.
@@ -124,6 +186,8 @@ type Seed struct {
 	// its review.
 	Unknown bool
 	Review  bool
+	// NeedsApproval records it AWAITING_APPROVAL with its approval review open.
+	NeedsApproval bool
 }
 
 // Operation records s straight through the ledger and returns the operation as it ends up.
@@ -133,7 +197,7 @@ func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
 	c.Tenant(t, s.Tenant)
 	in := models.NewOperation{Tenant: s.Tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: s.Key, Tool: s.Tool,
 		Fingerprint: "sha256:" + hex.EncodeToString([]byte(s.Key)), Params: []byte(s.Params),
-		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent"}
+		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent", NeedsApproval: s.NeedsApproval}
 	if s.Unknown {
 		in.Claim = &models.ClaimSpec{Worker: "test-worker", LeaseFor: time.Minute}
 	}
@@ -289,6 +353,20 @@ func (p *Page) Attrs(id, name string) []string {
 	var out []string
 	for _, n := range p.find(func(n *html.Node) bool { return attr(n, "data-testid") == id }) {
 		out = append(out, attr(n, name))
+	}
+	return out
+}
+
+// HasAttr reports, for every element with data-testid id, whether it has attribute name (a
+// boolean attribute such as open).
+func (p *Page) HasAttr(id, name string) []bool {
+	var out []bool
+	for _, n := range p.find(func(n *html.Node) bool { return attr(n, "data-testid") == id }) {
+		has := false
+		for _, a := range n.Attr {
+			has = has || a.Key == name
+		}
+		out = append(out, has)
 	}
 	return out
 }

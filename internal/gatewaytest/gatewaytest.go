@@ -21,6 +21,7 @@ import (
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
 )
 
@@ -122,6 +123,7 @@ type Gateway struct {
 	Sandbox  *sandbox.Sandbox
 	Catalog  *catalog.Catalog
 	Executor *jobs.Executor
+	Metrics  *telemetry.Metrics
 	Client   *http.Client
 }
 
@@ -129,6 +131,12 @@ type Gateway struct {
 type Options struct {
 	// Recovery runs the lease reaper, reconciler, escalator and retention sweeps, fast.
 	Recovery bool
+	// LogTo receives the gateway's JSON log lines (default: discarded).
+	LogTo io.Writer
+	// RateLimit, when positive, allows each principal that many requests per second, in
+	// bursts of RateBurst (default: unlimited).
+	RateLimit float64
+	RateBurst int
 }
 
 // Start runs a gateway on engine d until the test ends: the API, the executor and the
@@ -146,8 +154,15 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		t.Fatalf("gatewaytest: catalogue: %v", err)
 	}
 	ledger := testdb.Ledger(t, d)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Log: log})
+	logTo := opts.LogTo
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	log := slog.New(slog.NewJSONHandler(logTo, nil))
+	metrics := telemetry.New(cat.Names(), log)
+	ledger.Observe(metrics)
+	metrics.WatchLedger(ledger, handlers.Windows(cat))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Meter: metrics, Log: log})
 	disp := jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 16, log)
 	rec := jobs.NewRecovery(exec, jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
 		EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond})
@@ -158,7 +173,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	} else {
 		done <- struct{}{}
 	}
-	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(0, 0), Log: log})
+	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(opts.RateLimit, opts.RateBurst), Log: log, Metrics: metrics})
 	srv := httptest.NewServer(e)
 	t.Cleanup(func() {
 		srv.Close()
@@ -171,7 +186,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		sb.ClearFaults()
 		sbSrv.Close()
 	})
-	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: ledger, Sandbox: sb, Catalog: cat, Executor: exec,
+	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: ledger, Sandbox: sb, Catalog: cat, Executor: exec, Metrics: metrics,
 		Client: &http.Client{Timeout: 90 * time.Second}}
 	g.Key = g.NewTenant(t, "acme", "agent", nil)
 	return g

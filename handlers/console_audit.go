@@ -1,0 +1,122 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// auditPageSize is how many entries the audit page lists.
+const auditPageSize = 50
+
+// auditActions are suggested in the audit page's action filter: the families first, then the
+// actions people look for most.
+var auditActions = []string{"review", "console", "export", "apikey", "tenant", "user", "webhook",
+	"review.approve", "review.reject", "review.confirm_succeeded", "review.confirm_not_executed", "review.mark_failed",
+	"review.reconcile_now", models.AuditProposeCompensation, models.AuditLoginFailed, models.AuditCSRFRefused,
+	models.AuditForbidden, "export.created"}
+
+// AuditLog shows the audit chain's head and last verification, and its entries within the
+// viewer's tenants, newest first, filtered by tenant, action and actor.
+func (h *Console) AuditLog(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	q := c.QueryParams()
+	f := models.AuditSearch{Tenant: q.Get("tenant"), Action: strings.TrimSpace(q.Get("action")),
+		Actor: strings.TrimSpace(q.Get("actor")), Limit: auditPageSize}
+	f.Before, _ = strconv.ParseInt(q.Get("before"), 10, 64)
+	p := views.AuditPage{Page: layoutPage(v, "Audit log", views.NavAudit), Limited: !v.Scope.Unlimited(),
+		Action: f.Action, Actor: f.Actor, Actions: auditActions, Filtered: f.Tenant != "" || f.Action != "" || f.Actor != ""}
+	if fl, ok := h.Sessions.TakeFlash(c); ok {
+		p.Notice = &views.NoticeText{Kind: views.NoticeKind(fl.Kind), Message: fl.Message}
+		if fl.Kind == string(views.NoticeError) {
+			p.Broken, p.Notice = fl.Message, nil
+		}
+	}
+	if err := h.chainFacts(c, &p); err != nil {
+		return err
+	}
+	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
+	if err != nil {
+		return err
+	}
+	p.Tenants = options(tenantNames(tenants), f.Tenant)
+	entries, more, err := h.Ledger.AuditEntries(ctx, v.Scope, f)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p.Rows = append(p.Rows, auditLogRow(e))
+	}
+	if more && len(entries) > 0 {
+		next := url.Values{}
+		for k, vs := range q {
+			next[k] = vs
+		}
+		next.Set("before", strconv.FormatInt(entries[len(entries)-1].Seq, 10))
+		p.NextHref = "/audit?" + next.Encode()
+	}
+	return renderPage(c, http.StatusOK, views.AuditLog(p))
+}
+
+// chainFacts fills the page's chain head and last verification.
+func (h *Console) chainFacts(c echo.Context, p *views.AuditPage) error {
+	ctx := c.Request().Context()
+	seq, hash, err := h.Ledger.AuditHead(ctx)
+	if err != nil {
+		return err
+	}
+	p.HeadSeq, p.HeadHash = strconv.FormatInt(seq, 10), hash
+	cp, ok, err := h.Ledger.LastAuditVerification(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		p.Verified = &views.AuditVerification{Seq: strconv.FormatInt(cp.Seq, 10), Hash: cp.Hash, At: views.NewTime(cp.At, h.now()),
+			Since: strconv.FormatInt(max(seq-cp.Seq, 0), 10)}
+	}
+	return nil
+}
+
+// VerifyAudit recomputes the whole chain now and reports on the audit page whether it holds or
+// which entry is the first that does not. It changes nothing.
+func (h *Console) VerifyAudit(c echo.Context) error {
+	cp, err := h.Ledger.VerifyAuditChain(c.Request().Context())
+	var broken *models.ChainBreak
+	switch {
+	case errors.As(err, &broken):
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeError), Message: "The chain is broken at entry " +
+			strconv.FormatInt(broken.Seq, 10) + ": " + broken.Reason + ". Entries from there on cannot be trusted; keep this page and tell whoever runs the database."})
+	case err != nil:
+		return err
+	default:
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: "The chain holds: entries 1 to " +
+			strconv.FormatInt(cp.Seq, 10) + " match their hashes and follow each other unbroken."})
+	}
+	return c.Redirect(http.StatusSeeOther, "/audit")
+}
+
+// auditLogRow is an entry as the audit page shows it.
+func auditLogRow(e models.AuditEntry) views.AuditLogRow {
+	r := views.AuditLogRow{Seq: strconv.FormatInt(e.Seq, 10), At: views.NewPreciseTime(e.At), Actor: e.Actor, Action: e.Action,
+		Tenant: e.Tenant, OperationID: e.OperationID, Outcome: e.Outcome, RequestID: e.RequestID, Hash: e.Hash}
+	if e.OperationID != "" {
+		r.OperationHref = OperationHref(e.OperationID)
+	}
+	if e.Detail != "" {
+		r.Detail = details(&e.Detail)
+	}
+	if e.RequestID != "" {
+		r.Detail = append(r.Detail, views.Detail{Name: "request id", Value: e.RequestID})
+	}
+	return r
+}

@@ -1,0 +1,143 @@
+package handlers
+
+import (
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The names an MCP client uses to pass idemgate's own inputs to tools/call. The key may come
+// in the call's _meta or as the operation_key argument that every state-changing tool's
+// schema carries; the other members are optional and only read from _meta.
+const (
+	MCPKeyArgument   = "operation_key"
+	MCPMetaKey       = "idemgate/key"
+	MCPMetaWait      = "idemgate/wait"            // seconds, 0 to 60, as Prefer: wait=N
+	MCPMetaRunID     = "idemgate/workflow_run_id" // as workflow_run_id of POST /v1/operations
+	MCPMetaStepID    = "idemgate/step_id"         // as step_id of POST /v1/operations
+	MCPMetaReplayed  = "idemgate/replayed"        // on results: true when nothing ran for this call
+	mcpMaxBodyMargin = 64 << 10                   // the JSON-RPC envelope around 1 MiB of params
+)
+
+// mcpInstructions is what an MCP client is told about the server at initialisation.
+const mcpInstructions = "idemgate runs each state-changing tool call at most once per operation key. " +
+	"Pass operation_key (or _meta \"idemgate/key\"): a key naming the logical action, stable across " +
+	"retries and restarts, such as \"workflow-8472:create-ticket\". Calling again with the same key and " +
+	"arguments returns the recorded outcome without running anything again. When an outcome is " +
+	"in progress, uncertain or awaiting approval, call again later with the same key: never invent a " +
+	"new key for the same action, or it may happen twice."
+
+// MCP serves the Model Context Protocol over Streamable HTTP. It is stateless: every HTTP
+// request is served by a server built for its authenticated caller, so tools/list shows that
+// caller's catalogue and any replica can answer any request. tools/call takes the same path
+// into the ledger as POST /v1/operations.
+type MCP struct {
+	api     *API
+	log     *slog.Logger
+	handler http.Handler
+}
+
+var _ http.Handler = (*MCP)(nil)
+
+// NewMCP returns the MCP endpoint over api. The web layer authenticates each request first;
+// the caller travels on the request context (WithCaller).
+func NewMCP(api *API, log *slog.Logger) *MCP {
+	m := &MCP{api: api, log: log}
+	m.handler = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		Logger:       log,
+		// The SDK's DNS-rebinding guard refuses loopback requests whose Host is not a
+		// loopback name, which breaks a gateway behind a local reverse proxy. Every request
+		// here carries a bearer API key, which a rebinding page cannot supply, so the guard
+		// protects nothing the key does not.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        MaxBodyBytes + mcpMaxBodyMargin,
+	})
+	return m
+}
+
+// ServeHTTP serves one MCP request.
+func (m *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+// server builds the MCP server of one request: the tools its caller may use. Nil (the SDK
+// answers 400) only if the request was not authenticated, which the web layer prevents.
+func (m *MCP) server(r *http.Request) *mcp.Server {
+	caller := CallerFrom(r.Context())
+	if caller == nil {
+		return nil
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "idemgate", Title: "idemgate execution gateway", Version: "1"},
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: m.log,
+			// Tools even for a key that may use none; the list never changes within a request.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	for _, t := range m.api.Catalog.Tools() {
+		if caller.AllowsTool(t.Name) {
+			s.AddTool(mcpTool(t), m.callHandler(caller, t))
+		}
+	}
+	return s
+}
+
+// needsKey reports whether calls of t must name their operation: every tool that changes
+// something. A read may omit the key; the gateway then records it under a key of its own.
+func needsKey(t *catalog.Tool) bool { return t.Effect != catalog.EffectRead }
+
+// mcpTool describes t for tools/list: its dotted name (MCP allows dots), description and
+// params schema, to which a state-changing tool adds the required operation_key.
+func mcpTool(t *catalog.Tool) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: inputSchema(t),
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint: t.Effect == catalog.EffectRead,
+			// Repeating a call with the same arguments, operation_key included, replays the
+			// recorded outcome: idemgate makes every tool idempotent per key.
+			IdempotentHint: true,
+		},
+	}
+}
+
+// inputSchema is t's params schema with the operation_key property added when the tool
+// changes something. The catalogue's schema is shared, so it is copied, never modified.
+func inputSchema(t *catalog.Tool) map[string]any {
+	schema := maps.Clone(t.ParamsSchemaRaw)
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	props := map[string]any{}
+	if p, ok := schema["properties"].(map[string]any); ok {
+		props = maps.Clone(p)
+	}
+	props[MCPKeyArgument] = map[string]any{
+		"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$",
+		"description": "Names this logical action, stable across retries and restarts " +
+			"(e.g. \"workflow-8472:create-ticket\"). Calling again with the same key returns the " +
+			"recorded outcome; never use a new key for an action whose outcome is unclear.",
+	}
+	schema["properties"] = props
+	if needsKey(t) {
+		schema["required"] = requiredWith(schema["required"], MCPKeyArgument)
+	}
+	return schema
+}
+
+// requiredWith returns a new "required" list: the names of list (as decoded from the tools
+// file, or built in Go) followed by name.
+func requiredWith(list any, name string) []any {
+	var out []any
+	switch l := list.(type) {
+	case []any:
+		out = slices.Clone(l)
+	case []string:
+		for _, s := range l {
+			out = append(out, s)
+		}
+	}
+	return append(out, name)
+}

@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/fingerprint"
+	"github.com/idemgate/idemgate/headers"
+	"github.com/idemgate/idemgate/problems"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const mcpTools = `
+tools:
+  - name: orders.lookup
+    description: Look up an order
+    effect: read
+    params_schema:
+      type: object
+      required: [order_id]
+      additionalProperties: false
+      properties:
+        order_id: {type: string}
+    http: {method: GET, url: "http://127.0.0.1:9/orders/{{.Params.order_id}}"}
+  - name: tickets.create
+    description: Create a ticket
+    effect: write
+    params_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        subject: {type: string}
+    http: {url: "http://127.0.0.1:9/tickets"}
+`
+
+func mcpCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Load([]byte(mcpTools))
+	require.NoError(t, err)
+	return cat
+}
+
+// TestInputSchema: a state-changing tool requires operation_key, a read offers it; the
+// catalogue's schema is left as it was.
+func TestInputSchema(t *testing.T) {
+	t.Parallel()
+	cat := mcpCatalog(t)
+	read, _ := cat.Get("orders.lookup")
+	write, _ := cat.Get("tickets.create")
+	before, err := json.Marshal(write.ParamsSchemaRaw)
+	require.NoError(t, err)
+
+	rs := inputSchema(read)
+	assert.Equal(t, []any{"order_id"}, rs["required"], "a read need not name its operation")
+	assert.Contains(t, rs["properties"], MCPKeyArgument)
+
+	ws := inputSchema(write)
+	assert.Equal(t, []any{MCPKeyArgument}, ws["required"])
+	assert.Contains(t, ws["properties"], "subject")
+	assert.Contains(t, ws["properties"], MCPKeyArgument)
+	assert.Equal(t, false, ws["additionalProperties"])
+
+	after, err := json.Marshal(write.ParamsSchemaRaw)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "the catalogue's schema is shared and must not change")
+	assert.True(t, mcpTool(read).Annotations.ReadOnlyHint)
+	assert.False(t, mcpTool(write).Annotations.ReadOnlyHint)
+}
+
+// TestReadMCPCall: where the key comes from, and what is refused as the API refuses it.
+func TestReadMCPCall(t *testing.T) {
+	t.Parallel()
+	cat := mcpCatalog(t)
+	read, _ := cat.Get("orders.lookup")
+	write, _ := cat.Get("tickets.create")
+
+	rows := []struct {
+		name   string
+		tool   *catalog.Tool
+		meta   mcp.Meta
+		args   string
+		key    string // "" with slug set: refused
+		params string
+		slug   string
+	}{
+		{name: "key in _meta", tool: write, meta: mcp.Meta{MCPMetaKey: "wf:1"}, args: `{"subject":"s"}`, key: "wf:1", params: `{"subject":"s"}`},
+		{name: "key as argument", tool: write, args: `{"subject":"s","operation_key":"wf:1"}`, key: "wf:1", params: `{"subject":"s"}`},
+		{name: "both, agreeing", tool: write, meta: mcp.Meta{MCPMetaKey: "wf:1"}, args: `{"operation_key":"wf:1","subject":"s"}`, key: "wf:1", params: `{"subject":"s"}`},
+		{name: "arguments canonical", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, args: ` { "b" : 1.0, "a" : "x" } `, key: "k", params: `{"a":"x","b":1}`},
+		{name: "no arguments", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, key: "k", params: `{}`},
+		{name: "quotes are part of the key", tool: write, meta: mcp.Meta{MCPMetaKey: `"k"`}, key: `"k"`, params: `{}`},
+		{name: "both, disagreeing", tool: write, meta: mcp.Meta{MCPMetaKey: "a"}, args: `{"operation_key":"b"}`, slug: problems.IdempotencyKeyInvalid},
+		{name: "no key on a write", tool: write, args: `{"subject":"s"}`, slug: problems.IdempotencyKeyMissing},
+		{name: "empty key", tool: write, meta: mcp.Meta{MCPMetaKey: ""}, slug: problems.IdempotencyKeyInvalid},
+		{name: "key too long", tool: write, meta: mcp.Meta{MCPMetaKey: strings.Repeat("k", 256)}, slug: problems.IdempotencyKeyInvalid},
+		{name: "key not a string", tool: write, meta: mcp.Meta{MCPMetaKey: 7.0}, slug: problems.IdempotencyKeyInvalid},
+		{name: "argument key not a string", tool: write, args: `{"operation_key":7}`, slug: problems.IdempotencyKeyInvalid},
+		{name: "arguments not an object", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, args: `[1]`, slug: problems.MalformedBody},
+		{name: "duplicate names", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, args: `{"a":1,"a":2}`, slug: problems.MalformedBody},
+		{name: "wait not a number", tool: write, meta: mcp.Meta{MCPMetaKey: "k", MCPMetaWait: "10"}, slug: problems.MalformedBody},
+		{name: "run id not a string", tool: write, meta: mcp.Meta{MCPMetaKey: "k", MCPMetaRunID: 1.0}, slug: problems.MalformedBody},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			c, err := readMCPCall(r.tool, &mcp.CallToolParamsRaw{Meta: r.meta, Arguments: json.RawMessage(r.args)})
+			if r.slug != "" {
+				require.Error(t, err)
+				assert.Equal(t, r.slug, ProblemFrom(err).Slug, "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, r.key, c.key)
+			assert.Equal(t, r.params, string(c.req.Params))
+			canon, err := fingerprint.Normalize(c.req.Params)
+			require.NoError(t, err)
+			assert.Equal(t, string(canon), string(c.req.Params), "params are canonical")
+		})
+	}
+
+	t.Run("a read without a key gets one of its own", func(t *testing.T) {
+		a, err := readMCPCall(read, &mcp.CallToolParamsRaw{Arguments: json.RawMessage(`{"order_id":"1"}`)})
+		require.NoError(t, err)
+		b, err := readMCPCall(read, &mcp.CallToolParamsRaw{Arguments: json.RawMessage(`{"order_id":"1"}`)})
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(a.key, "mcp-read:"), a.key)
+		assert.NotEqual(t, a.key, b.key)
+	})
+	t.Run("wait and workflow from _meta", func(t *testing.T) {
+		c, err := readMCPCall(write, &mcp.CallToolParamsRaw{Meta: mcp.Meta{MCPMetaKey: "k", MCPMetaWait: 300.0,
+			MCPMetaRunID: "wf-1", MCPMetaStepID: "create"}})
+		require.NoError(t, err)
+		assert.Equal(t, headers.MaxWait, c.wait, "clamped as Prefer: wait is")
+		assert.Equal(t, "wf-1", c.req.WorkflowRunID)
+		assert.Equal(t, "create", c.req.StepID)
+	})
+}

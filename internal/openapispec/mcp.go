@@ -1,0 +1,44 @@
+package openapispec
+
+import "github.com/idemgate/idemgate/problems"
+
+// mcpPath describes /mcp: the Model Context Protocol over Streamable HTTP. OpenAPI cannot
+// describe JSON-RPC methods, so the description says what tools/list and tools/call do.
+func mcpPath() obj {
+	plain := func(description string) obj {
+		return o("description", description, "content", o("text/plain", o("schema", o("type", "string"))))
+	}
+	refusals := func(answers ...any) obj {
+		return sortedByStatus(o(answers...).with(
+			code(401), problemResponse(nil, problems.Unauthenticated),
+			code(503), problemResponse(o("Retry-After", headerRef("Retry-After")), problems.LedgerUnavailable),
+		))
+	}
+	notAllowed := plain("The server is stateless: it offers neither a standalone event stream nor sessions to end. Use POST.")
+	return o(
+		"post", o("operationId", "mcp", "tags", list("mcp"), "summary", "Model Context Protocol (Streamable HTTP, stateless)",
+			"description", "Authenticated with the same API keys. `tools/list` gives the key's tools (dotted names); every "+
+				"state-changing tool's `inputSchema` adds a required `operation_key` string. `tools/call` runs through the "+
+				"same ledger and checks as `POST /v1/operations`, under the key from `_meta` `idemgate/key` or the "+
+				"`operation_key` argument (`_meta` may also carry `idemgate/wait` in seconds, `idemgate/workflow_run_id` "+
+				"and `idemgate/step_id`). Its structured content is the operation object; a call with the same key returns "+
+				"the recorded operation and runs nothing. An outcome that is not final (in progress, `UNKNOWN`, awaiting "+
+				"approval) is not an error result: call again with the same key. A final failure, and a refusal (its "+
+				"structured content is the problem details object), are error results.",
+			"requestBody", o("required", true, "content", o(appJSON, o("schema", schemaRef("JSONRPCMessage")))),
+			"responses", refusals(
+				code(200), o("description", "The JSON-RPC response.", "content", o(
+					appJSON, o("schema", schemaRef("JSONRPCMessage")),
+					"text/event-stream", o())),
+				code(202), o("description", "A notification was accepted; no body."),
+				code(400), plain("The transport refused the message: not JSON-RPC, or an `Accept` without both "+
+					"`application/json` and `text/event-stream`."),
+				code(413), plain("The message is larger than the transport accepts."),
+				code(415), plain("`Content-Type` is not `application/json`."),
+			)),
+		"get", o("operationId", "mcpStream", "tags", list("mcp"), "summary", "Not offered (stateless server)",
+			"responses", refusals(code(405), notAllowed)),
+		"delete", o("operationId", "mcpEndSession", "tags", list("mcp"), "summary", "Not offered (stateless server)",
+			"responses", refusals(code(405), notAllowed)),
+	)
+}

@@ -1,0 +1,114 @@
+// Package telemetry holds what operators watch: Prometheus metrics that follow the operation
+// (not the model call), and the structured log line of every state change. Label values are
+// bounded: tool names from the catalogue, states, classes and outcomes from fixed sets; never
+// keys, tenants' free text or params.
+package telemetry
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics is the gateway's metric set, on a registry of its own (no global state).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	operations   *prometheus.CounterVec
+	requests     *prometheus.CounterVec
+	attempts     *prometheus.CounterVec
+	exhausted    *prometheus.CounterVec
+	reconciles   *prometheus.CounterVec
+	downstream   *prometheus.HistogramVec
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	knownTools   map[string]bool
+	log          *slog.Logger
+}
+
+// New registers the metrics. tools are the catalogue's names: any other tool name is
+// reported as "other", so a label can never grow without bound.
+func New(tools []string, log *slog.Logger) *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{Registry: reg, knownTools: map[string]bool{}, log: log}
+	for _, t := range tools {
+		m.knownTools[t] = true
+	}
+	f := promFactory{reg}
+	m.operations = f.counter("idemgate_operations_total", "Transitions of operations into each state (creation included).", "tool", "state")
+	m.requests = f.counter("idemgate_requests_total", "Answers to POST /v1/operations by outcome.", "outcome")
+	m.attempts = f.counter("idemgate_attempts_total", "Downstream attempts by outcome class.", "tool", "class")
+	m.exhausted = f.counter("idemgate_retries_exhausted_total", "Operations whose automatic retries ran out.", "tool")
+	m.reconciles = f.counter("idemgate_reconciliations_total", "Reconcile probes by outcome.", "tool", "outcome")
+	m.downstream = f.histogram("idemgate_downstream_duration_seconds", "Latency of downstream attempts.", "tool", "class")
+	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
+	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
+	return m
+}
+
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) histogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help,
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (m *Metrics) tool(name string) string {
+	if m.knownTools[name] {
+		return name
+	}
+	return "other"
+}
+
+// Transitioned counts a committed transition and logs it: one line per state change.
+func (m *Metrics) Transitioned(t models.Transition) {
+	m.operations.WithLabelValues(m.tool(t.Tool), string(t.To)).Inc()
+	if t.To == models.StateFailedFinal && t.ErrorClass == models.ErrorRetriesExhausted {
+		m.exhausted.WithLabelValues(m.tool(t.Tool)).Inc()
+	}
+	if m.log != nil {
+		m.log.Info("state changed", "operation_id", t.OperationID, "tool", t.Tool, "from", string(t.From), "to", string(t.To),
+			"attempt", t.Attempt, "actor", t.Actor, "error_class", t.ErrorClass)
+	}
+}
+
+// Request counts an answer to POST /v1/operations: created, replayed, in_progress, mismatch,
+// expired, forbidden or invalid.
+func (m *Metrics) Request(outcome string) { m.requests.WithLabelValues(outcome).Inc() }
+
+// Attempt counts a downstream attempt and its latency.
+func (m *Metrics) Attempt(tool, class string, latency time.Duration) {
+	m.attempts.WithLabelValues(m.tool(tool), class).Inc()
+	m.downstream.WithLabelValues(m.tool(tool), class).Observe(latency.Seconds())
+}
+
+// Probe counts a reconcile probe's outcome.
+func (m *Metrics) Probe(tool, outcome string) {
+	m.reconciles.WithLabelValues(m.tool(tool), outcome).Inc()
+}
+
+// HTTP records one served request. route is the matched route pattern, never the raw path.
+func (m *Metrics) HTTP(method, route string, code int, d time.Duration) {
+	m.httpRequests.WithLabelValues(method, route, itoa(code)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+func itoa(code int) string {
+	const digits = "0123456789"
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
+}

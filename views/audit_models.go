@@ -1,0 +1,61 @@
+package views
+
+// AuditPage is the audit log (SPEC §8): the chain's head, its last verification, a button to
+// verify it now, and the entries within the user's tenants, newest first.
+type AuditPage struct {
+	Page   Page
+	Notice *NoticeText
+	// Broken names the first entry the last verification on this page found broken; "" when
+	// it found none or none ran.
+	Broken   string
+	HeadSeq  string
+	HeadHash string
+	// Verified is the last sound verification; nil when the chain was never verified.
+	Verified *AuditVerification
+	// Limited says the user sees only the entries of their tenants.
+	Limited  bool
+	Tenants  []Option
+	Action   string
+	Actor    string
+	Actions  []string // suggestions for the action filter
+	Filtered bool
+	Rows     []AuditLogRow
+	NextHref string
+}
+
+// AuditVerification is a chain head that a verification found sound.
+type AuditVerification struct {
+	Seq  string
+	Hash string
+	At   Time
+	// Since counts the entries appended after it, not yet verified.
+	Since string
+}
+
+// AuditLogRow is one audit entry on the audit page.
+type AuditLogRow struct {
+	Seq           string
+	At            Time
+	Actor         string
+	Action        string
+	Tenant        string
+	OperationID   string
+	OperationHref string
+	Outcome       string
+	RequestID     string
+	Hash          string
+	Detail        []Detail
+}
+
+// ExportsPage is the form that downloads an export of operation histories.
+type ExportsPage struct {
+	Page    Page
+	Formats []Option
+	Tenants []Option
+	States  []Option
+	Tools   []Option
+	From    string
+	To      string
+	Limited bool
+	Error   string
+}

@@ -1,0 +1,60 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/problems"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// API refusals worth investigating (SPEC §8), by problem type.
+var auditedRefusals = map[string]string{
+	problems.Unauthenticated:        "api.unauthenticated",
+	problems.ToolForbidden:          "api.tool_forbidden",
+	problems.IdempotencyKeyMismatch: "api.key_mismatch",
+}
+
+// refusalAuditor writes the audit entries of refused API requests. Anonymous refusals are
+// rate-limited: a flood of bad keys must not grow the log, and the serialised chain, without
+// bound; what the limit drops is logged instead.
+type refusalAuditor struct {
+	ledger    *models.Ledger
+	log       *slog.Logger
+	anonymous *rate.Limiter
+}
+
+func newRefusalAuditor(l *models.Ledger, log *slog.Logger) *refusalAuditor {
+	return &refusalAuditor{ledger: l, log: log, anonymous: rate.NewLimiter(20, 40)}
+}
+
+// record audits p if it is a refusal worth investigating.
+func (a *refusalAuditor) record(c echo.Context, p *handlers.Problem, reqID string) {
+	action, ok := auditedRefusals[p.Slug]
+	if !ok || a.ledger == nil {
+		return
+	}
+	in := models.AuditInput{Action: action, Outcome: models.OutcomeRefused, RequestID: reqID,
+		Detail: map[string]any{"method": c.Request().Method, "path": c.Path(), "problem": p.Slug}}
+	if caller := handlers.CallerFrom(c.Request().Context()); caller != nil {
+		in.Actor, in.Tenant = caller.Actor(), caller.Tenant
+	} else {
+		in.Actor = models.AnonymousActor(c.RealIP())
+		if !a.anonymous.Allow() {
+			a.log.Warn("refused request not audited: too many anonymous refusals", "problem", p.Slug, "request_id", reqID)
+			return
+		}
+	}
+	if p.Op != nil {
+		in.OperationID, in.Tenant = p.Op.ID, p.Op.Tenant
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	if _, err := a.ledger.Audit(ctx, in); err != nil {
+		a.log.Error("audit of a refused request failed", "err", err, "problem", p.Slug, "request_id", reqID)
+	}
+}

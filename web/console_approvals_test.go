@@ -1,0 +1,153 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestApprovals(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+
+		t.Run("two distinct reviewers are needed; the same one twice is refused", func(t *testing.T) {
+			op := desk.awaiting(t, "payouts.dual", "payout-7")
+			page := desk.rita.Get(t, "/operations/"+op.ID)
+			assert.Equal(t, []string{"0 of 2 approvals"}, page.TestIDs("approvals-count"))
+			assert.Equal(t, []string{"approve", "reject"}, page.Attrs("action", "data-action"))
+
+			require.Equal(t, http.StatusSeeOther, act(t, desk.rita, op, models.ActionApprove, nil).Status)
+			rec := desk.record(t, op)
+			assert.Equal(t, models.StateAwaitingApproval, rec.Op.State, "one approval of two")
+			page = desk.rita.Get(t, "/operations/"+op.ID)
+			assert.Contains(t, strings.Join(page.TestIDs("notice"), ""), "Approval recorded: 1 of 2.")
+			assert.Equal(t, []string{"1 of 2 approvals"}, page.TestIDs("approvals-count"))
+			assert.Equal(t, []string{"rita@example.com"}, trimUser(page.TestIDs("approvers")))
+			assert.Equal(t, []string{"reject"}, page.Attrs("action", "data-action"), "no approve form for who approved")
+			assert.Contains(t, strings.Join(page.TestIDs("approval-note"), ""), "You have approved it.")
+
+			p := act(t, desk.rita, op, models.ActionApprove, nil)
+			assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+			assert.Contains(t, strings.Join(p.TestIDs("notice"), ""), "has already approved this operation")
+			rec = desk.record(t, op)
+			assert.Equal(t, models.StateAwaitingApproval, rec.Op.State)
+			assert.Equal(t, []string{desk.ritaID + " approve"}, reviewActions(rec))
+
+			require.Equal(t, http.StatusSeeOther, act(t, desk.ravi, op, models.ActionApprove, nil).Status)
+			rec = desk.record(t, op)
+			assert.Equal(t, models.StatePending, rec.Op.State, "two distinct approvals")
+			assert.Equal(t, []string{desk.ritaID + " approve", desk.raviID + " approve"}, reviewActions(rec))
+			assert.Equal(t, []string{desk.ritaID + " review.approve ok", desk.ritaID + " review.approve refused",
+				desk.raviID + " review.approve ok"}, audits(rec))
+		})
+		t.Run("reject ends it", func(t *testing.T) {
+			op := desk.awaiting(t, "payments.payout", "payout-8")
+			require.Equal(t, http.StatusSeeOther, act(t, desk.rita, op, models.ActionReject, nil).Status)
+			rec := desk.record(t, op)
+			assert.Equal(t, models.StateFailedFinal, rec.Op.State)
+			assert.Equal(t, []string{desk.ritaID + " reject"}, reviewActions(rec))
+			assert.Equal(t, []string{desk.ritaID + " review.reject ok"}, audits(rec))
+			assert.Equal(t, http.StatusConflict, act(t, desk.ravi, op, models.ActionApprove, nil).Status, "too late to approve")
+		})
+		t.Run("approve and reject are refused to auditors and outside the tenant", func(t *testing.T) {
+			op := desk.awaiting(t, "payments.payout", "payout-9")
+			assert.Equal(t, http.StatusForbidden, act(t, desk.aud, op, models.ActionApprove, nil).Status)
+			assert.Equal(t, http.StatusForbidden, act(t, desk.aud, op, models.ActionReject, nil).Status)
+			theirs := desk.con.Operation(t, consoletest.Seed{Tenant: "globex", Key: "payout-9", Tool: "payments.payout",
+				Params: `{"amount_cents":1,"currency":"EUR","order_id":"9"}`, NeedsApproval: true})
+			assert.Equal(t, http.StatusNotFound, act(t, desk.rita, theirs, models.ActionApprove, nil).Status)
+			assert.Equal(t, http.StatusNotFound, act(t, desk.rita, theirs, models.ActionReject, nil).Status)
+			assert.Equal(t, models.StateAwaitingApproval, desk.record(t, op).Op.State)
+			assert.Equal(t, models.StateAwaitingApproval, desk.record(t, theirs).Op.State)
+		})
+		t.Run("approve needs a reason", func(t *testing.T) {
+			op := desk.awaiting(t, "payments.payout", "payout-10")
+			p := act(t, desk.rita, op, models.ActionApprove, url.Values{"reason": {""}})
+			assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+			assert.Empty(t, reviewActions(desk.record(t, op)))
+		})
+	})
+}
+
+// A compensation is proposed by one reviewer, cannot be approved by the same one (four eyes),
+// is approved by another, and then runs once at the real downstream.
+func TestCompensationFourEyes(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{Downstream: true})
+		ticket := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1042:ticket", Tool: "tickets.create",
+			Params: `{"subject":"Refund for order 1042"}`})
+		ticket = waitState(t, desk, ticket, models.StateSucceeded)
+		require.Equal(t, 1, desk.con.Sandbox.Committed("tickets"))
+
+		page := desk.rita.Get(t, "/operations/"+ticket.ID)
+		assert.Equal(t, []string{"propose_compensation"}, page.Attrs("action", "data-action"))
+		assert.Empty(t, desk.aud.Get(t, "/operations/"+ticket.ID).Attrs("action", "data-action"), "auditors cannot propose")
+		assert.Equal(t, http.StatusForbidden, act(t, desk.aud, ticket, "propose_compensation", nil).Status)
+		assert.Equal(t, http.StatusUnprocessableEntity, act(t, desk.rita, ticket, "propose_compensation", url.Values{"reason": {""}}).Status)
+
+		p := act(t, desk.rita, ticket, "propose_compensation", url.Values{"reason": {"The customer withdrew the request"}})
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		rec := desk.record(t, ticket)
+		require.NotNil(t, rec.CompensatedBy)
+		comp := rec.CompensatedBy
+		assert.Equal(t, "/operations/"+comp.ID, p.Header.Get("Location"), "to the new compensation")
+		assert.Equal(t, "compensate:"+ticket.ID, comp.Key)
+		assert.Equal(t, models.StateAwaitingApproval, comp.State)
+		assert.Equal(t, []string{desk.ritaID + " review.propose_compensation refused", desk.ritaID + " review.propose_compensation ok"},
+			audits(rec), "the proposal without a reason was refused")
+
+		again := act(t, desk.rita, ticket, "propose_compensation", nil)
+		require.Equal(t, http.StatusSeeOther, again.Status, "a resubmitted proposal goes to the same compensation")
+		assert.Equal(t, "/operations/"+comp.ID, again.Header.Get("Location"))
+
+		page = desk.rita.Get(t, "/operations/"+comp.ID)
+		assert.Equal(t, []string{"reject"}, page.Attrs("action", "data-action"), "the proposer is not offered approve")
+		assert.Contains(t, strings.Join(page.TestIDs("approval-note"), ""), "You proposed this compensation")
+		refused := act(t, desk.rita, comp, models.ActionApprove, nil)
+		assert.Equal(t, http.StatusUnprocessableEntity, refused.Status)
+		assert.Contains(t, strings.Join(refused.TestIDs("notice"), ""), "Four eyes")
+		assert.Equal(t, models.StateAwaitingApproval, desk.record(t, comp).Op.State)
+
+		require.Equal(t, http.StatusSeeOther, act(t, desk.ravi, comp, models.ActionApprove, nil).Status)
+		waitState(t, desk, comp, models.StateSucceeded)
+		assert.Equal(t, 1, desk.con.Sandbox.Committed("closes"), "the compensation ran once")
+		assert.Equal(t, []string{desk.ritaID + " review.approve refused", desk.raviID + " review.approve ok"}, audits(desk.record(t, comp)))
+	})
+}
+
+// waitState waits until op reaches state and returns it as it is then.
+func waitState(t *testing.T, desk reviewDesk, op *models.Operation, state models.State) *models.Operation {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rec := desk.record(t, op)
+		if rec.Op.State == state {
+			return rec.Op
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %s, not %s, after 15 s", op.Key, rec.Op.State, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// trimUser drops the user: prefix of actors.
+func trimUser(actors []string) []string {
+	var out []string
+	for _, a := range actors {
+		out = append(out, strings.TrimPrefix(a, "user:"))
+	}
+	return out
+}
