@@ -236,13 +236,22 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 // again. It returns how many it purged (at most limit).
 func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit int) (int, error) {
 	now := l.clock()
-	sub := l.scope(ctx).Model(&Operation{}).Select("id").
-		Where("tool = ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
-			tool, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
-	res := l.scope(ctx).Model(&Operation{}).Where("id IN (?)", sub).
-		Updates(map[string]any{"params": nil, "result": nil, "purged_at": now})
-	if res.Error != nil {
-		return 0, unavailable("purge "+tool, res.Error)
-	}
-	return int(res.RowsAffected), nil
+	n := 0
+	err := l.txn(ctx, "purge "+tool, func(tx *gorm.DB) ([]string, error) {
+		sub := tx.Model(&Operation{}).Select("id").
+			Where("tool = ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
+				tool, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
+		res := tx.Model(&Operation{}).Where("id IN (?)", sub).
+			Updates(map[string]any{"params": nil, "result": nil, "purged_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return nil, res.Error
+		}
+		n = int(res.RowsAffected)
+		// Webhook payloads copy the (masked) params and result: they go with the record,
+		// leaving the event type, so a late redelivery still tells the receiver what happened.
+		purged := tx.Model(&Operation{}).Select("id").Where("tool = ? AND purged_at = ?", tool, now)
+		return nil, tx.Exec(`UPDATE outbox SET payload = '{"type":"' || event_type || '","redacted":"the operation passed its retention"}'
+			WHERE operation_id IN (?)`, purged).Error
+	})
+	return n, err
 }
