@@ -188,7 +188,9 @@ func TestCancelPendingRetry(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		g := gatewaytest.Start(t, d)
-		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeThrottle, Path: "/refunds", Count: 1, RetryAfter: 1})
+		// Retry-After 2 s (the tool's max_backoff): room for the cancel to arrive before the
+		// retry is due, even on a loaded machine.
+		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeThrottle, Path: "/refunds", Count: 1, RetryAfter: 2})
 
 		r := g.Submit(t, "order-8:refund", "refunds.issue", refundParams, map[string]string{"Prefer": "wait=0"})
 		id := requireOp(t, r, http.StatusAccepted)["id"].(string)

@@ -3,8 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,12 +120,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// newTraceparent returns a W3C traceparent for one attempt and its trace id.
-func newTraceparent() (header, traceID string) {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	traceID = hex.EncodeToString(b[:16])
-	return "00-" + traceID + "-" + hex.EncodeToString(b[16:]) + "-01", traceID
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/models"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultLeaseMargin is added to a tool's timeout to form the lease of an attempt: long
@@ -44,6 +45,7 @@ type Executor struct {
 	meter     Meter
 	now       func() time.Time
 	log       *slog.Logger
+	tracer    trace.Tracer
 
 	// base outlives requests: an attempt started for a request that gives up waiting still
 	// finishes and is recorded. It is cancelled only when shutdown's grace period ends.
@@ -63,6 +65,9 @@ type ExecutorConfig struct {
 	Meter       Meter
 	Now         func() time.Time
 	Log         *slog.Logger
+	// TracerProvider makes the spans of attempts and probes (nil: spans with real ids that
+	// nobody exports, so the traceparent sent downstream is still valid).
+	TracerProvider trace.TracerProvider
 }
 
 // NewExecutor returns an executor ready to run attempts.
@@ -84,7 +89,8 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
-		margin: cfg.LeaseMargin, meter: cfg.Meter, now: cfg.Now, log: cfg.Log, base: base, stopBase: stop}
+		margin: cfg.LeaseMargin, meter: cfg.Meter, now: cfg.Now, log: cfg.Log, tracer: tracerFrom(cfg.TracerProvider),
+		base: base, stopBase: stop}
 }
 
 // Worker is this executor's name in leases and timelines.
@@ -101,11 +107,21 @@ func (e *Executor) LeaseFor(tool string) time.Duration {
 // Start runs the claimed attempt in the background and returns a channel that yields the
 // operation as recorded afterwards (or nil when the lease was lost).
 func (e *Executor) Start(c models.Claimed) <-chan *models.Operation {
+	return e.start(trace.SpanContext{}, c)
+}
+
+// start is Start with the span context of the request the attempt runs for, if any: the
+// attempt's span becomes its child, though the attempt runs on the executor's own context.
+func (e *Executor) start(parent trace.SpanContext, c models.Claimed) <-chan *models.Operation {
 	done := make(chan *models.Operation, 1)
+	ctx := e.base
+	if parent.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, parent)
+	}
 	e.running.Add(1)
 	go func() {
 		defer e.running.Done()
-		done <- e.run(e.base, c)
+		done <- e.run(ctx, c)
 	}()
 	return done
 }
@@ -124,10 +140,21 @@ func (e *Executor) Shutdown(ctx context.Context) {
 	e.stopBase()
 }
 
-func (e *Executor) run(ctx context.Context, c models.Claimed) *models.Operation {
+func (e *Executor) run(ctx context.Context, c models.Claimed) (recorded *models.Operation) {
 	op := c.Op
-	tool, ok := e.catalog.Get(op.Tool)
+	// The attempt's id is the X-Request-Id sent downstream: the ledger writes it causes are
+	// logged under it, with the trace id of its span.
+	ctx, span := e.tracer.Start(models.WithRequestID(ctx, c.Attempt.ID), "attempt", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(models.AttrOperationID.String(op.ID), models.AttrTool.String(op.Tool), models.AttrAttempt.Int(c.Attempt.Number)))
 	var out models.AttemptOutcome
+	defer func() {
+		var state models.State
+		if recorded != nil {
+			state = recorded.State
+		}
+		endCall(span, out.DownstreamStatus, state)
+	}()
+	tool, ok := e.catalog.Get(op.Tool)
 	if !ok {
 		out = models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
 			ErrorMessage: fmt.Sprintf("tool %q is no longer in the catalogue; nothing was sent", op.Tool)}
@@ -196,7 +223,7 @@ func (e *Executor) heartbeat(ctx context.Context, c models.Claimed) {
 // attempt sends one request and decides what follows.
 func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Claimed) models.AttemptOutcome {
 	op := c.Op
-	call, traceID, err := e.buildCall(tool, c)
+	call, traceID, err := e.buildCall(ctx, tool, c)
 	if err != nil {
 		return models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
 			ErrorMessage: "cannot build the downstream request: " + err.Error()}
@@ -223,7 +250,7 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 	return out
 }
 
-func (e *Executor) buildCall(tool *catalog.Tool, c models.Claimed) (Call, string, error) {
+func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.Claimed) (Call, string, error) {
 	op := c.Op
 	params, err := decodeObject(op.Params)
 	if err != nil {
@@ -233,11 +260,10 @@ func (e *Executor) buildCall(tool *catalog.Tool, c models.Claimed) (Call, string
 	if err != nil {
 		return Call{}, "", err
 	}
-	traceparent, traceID := newTraceparent()
 	h := http.Header{}
 	h.Set("X-Idemgate-Operation", op.ID)
 	h.Set("X-Request-Id", c.Attempt.ID)
-	h.Set("Traceparent", traceparent)
+	traceID := injectTraceparent(ctx, h)
 	if tool.HTTP.IdempotencyHeader != "" {
 		// The downstream key is the operation id: the same on every attempt of one operation.
 		h.Set(tool.HTTP.IdempotencyHeader, op.ID)

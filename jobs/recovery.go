@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/models"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RecoveryConfig sets the sweeps' cadence. Zero values take the defaults.
@@ -153,12 +154,22 @@ func (r *Recovery) probeLease() time.Duration {
 // probe asks the downstream whether op took effect and records what that proves.
 func (r *Recovery) probe(ctx context.Context, op *models.Operation) {
 	tool, _ := r.exec.catalog.Get(op.Tool)
+	ctx, span := r.exec.tracer.Start(models.WithRequestID(ctx, probeRequestID(op)), "reconcile probe", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(models.AttrOperationID.String(op.ID), models.AttrTool.String(op.Tool), models.AttrAttempt.Int(op.Attempts)))
 	out := r.ask(ctx, tool, op)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := r.exec.ledger.RecordProbe(rctx, op, r.exec.worker, out); err != nil {
 		r.exec.log.Warn("reconcile outcome not recorded", "operation_id", op.ID, "err", err)
+		endCall(span, out.Status, "")
+		return
 	}
+	endCall(span, out.Status, op.State)
+}
+
+// probeRequestID is the X-Request-Id of op's next probe.
+func probeRequestID(op *models.Operation) string {
+	return fmt.Sprintf("%s-probe-%d", op.ID, op.Probes)
 }
 
 func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Operation) models.ProbeOutcome {
@@ -171,11 +182,10 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 		return models.ProbeOutcome{Outcome: ProbeError, Error: "render reconcile url: " + err.Error(),
 			To: models.StateUnknown, NextProbeAt: r.exec.now().Add(probeMax)}
 	}
-	traceparent, _ := newTraceparent()
 	h := http.Header{}
 	h.Set("X-Idemgate-Operation", op.ID)
-	h.Set("X-Request-Id", fmt.Sprintf("%s-probe-%d", op.ID, op.Probes))
-	h.Set("Traceparent", traceparent)
+	h.Set("X-Request-Id", probeRequestID(op))
+	injectTraceparent(ctx, h)
 	resp := r.exec.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
 
 	now := r.exec.now()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/models"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // SubmitRequest is an agent's request after every check of SPEC §5 has passed.
@@ -53,7 +54,7 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	// The attempt goroutine owns s.Op from here; we answer from a snapshot.
 	snapshot := *s.Op
 	deadline := time.Now().Add(req.Wait)
-	done := e.Start(models.Claimed{Op: s.Op, Attempt: s.Attempt})
+	done := e.start(trace.SpanContextFromContext(ctx), models.Claimed{Op: s.Op, Attempt: s.Attempt})
 	timer := time.NewTimer(req.Wait)
 	defer timer.Stop()
 	select {

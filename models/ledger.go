@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 )
 
@@ -18,6 +19,7 @@ type Ledger struct {
 	now      func() time.Time
 	changes  *Hub
 	observer Observer
+	tracer   trace.Tracer
 	// payloads renders the operation object of webhook payloads (see RenderWith).
 	payloads PayloadRenderer
 }
@@ -98,10 +100,12 @@ func (h *Hub) Publish(id string) {
 }
 
 // txn runs fn in a transaction and publishes the changed operations after commit.
-func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]string, error)) error {
+func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]string, error)) (err error) {
 	var changed []string
 	var transitions []Transition
-	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	ctx, span := l.startWrite(ctx, what)
+	defer func() { endWrite(span, transitions, err) }()
+	err = l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		// Set returns a chain, not a session: without Session every statement of fn would
 		// pile onto one shared Statement.
@@ -123,7 +127,9 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 		l.changes.Publish(id)
 	}
 	if l.observer != nil {
+		requestID, traceID := RequestIDFrom(ctx), TraceIDFrom(ctx)
 		for _, t := range transitions {
+			t.RequestID, t.TraceID = requestID, traceID
 			l.observer.Transitioned(t)
 		}
 	}
@@ -140,6 +146,9 @@ type Transition struct {
 	Attempt     int
 	Actor       string
 	ErrorClass  string
+	// RequestID and TraceID say what caused the change: the API request's id (or the
+	// attempt's, which is the X-Request-Id sent downstream) and the trace of its span.
+	RequestID, TraceID string
 }
 
 // Observer is told of every committed transition. It must be quick and must not fail: it

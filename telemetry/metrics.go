@@ -80,7 +80,7 @@ func (m *Metrics) Transitioned(t models.Transition) {
 	}
 	if m.log != nil {
 		m.log.Info("state changed", "operation_id", t.OperationID, "tool", t.Tool, "from", string(t.From), "to", string(t.To),
-			"attempt", t.Attempt, "actor", t.Actor, "error_class", t.ErrorClass)
+			"attempt", t.Attempt, "actor", t.Actor, "error_class", t.ErrorClass, "request_id", t.RequestID, "trace_id", t.TraceID)
 	}
 }
 

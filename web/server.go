@@ -21,6 +21,8 @@ import (
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Config is what the server needs.
@@ -54,6 +56,9 @@ type Config struct {
 	ReviewRefresh time.Duration
 	// Metrics, when set, is served at /metrics and counts every request.
 	Metrics *telemetry.Metrics
+	// TracerProvider makes a server span per request (nil: none, though an incoming
+	// traceparent still reaches the attempts the request starts).
+	TracerProvider trace.TracerProvider
 }
 
 // withDefaults fills the zero fields of cfg.
@@ -74,6 +79,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.SessionLifetime <= 0 {
 		cfg.SessionLifetime = DefaultSessionLifetime
 	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = noop.NewTracerProvider()
+	}
 	if cfg.LoginLimits == (models.LoginLimits{}) {
 		cfg.LoginLimits = models.DefaultLoginLimits
 	}
@@ -91,6 +99,7 @@ func New(cfg Config) *echo.Echo {
 	}
 	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
+	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))
 	e.Use(securityHeaders)
 	if cfg.Metrics != nil {

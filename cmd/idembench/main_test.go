@@ -13,7 +13,7 @@ import (
 // benchmarks), the outcome is — no errors, and one side effect for the storm.
 func TestBenchRuns(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"--duration", "300ms", "--concurrency", "4", "--storm", "50", "--json"}, &out, &errOut)
+	err := run(context.Background(), []string{"--duration", "1s", "--concurrency", "4", "--storm", "50", "--json"}, &out, &errOut)
 	require.NoError(t, err, errOut.String())
 	var report struct {
 		Results []result `json:"results"`

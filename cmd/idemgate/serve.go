@@ -63,8 +63,21 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	metrics := telemetry.New(cat.Names(), log)
 	ledger.Observe(metrics)
 	metrics.WatchLedger(ledger, handlers.Windows(cat))
+	tracing, stopTracing, err := telemetry.SetupTracing(ctx, "idemgate")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Last, after the attempts in flight: their spans are flushed too.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
+	ledger.Trace(tracing.Tracer("github.com/idemgate/idemgate/models"))
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin,
-		Meter: metrics, Log: log})
+		Meter: metrics, Log: log, TracerProvider: tracing})
 	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -76,7 +89,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	g.Go(func() error { ledger.Listen(gctx, env.getenv("IDEMGATE_DATABASE_URL"), log); return nil })
 	if withHTTP {
 		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log, Metrics: metrics,
-			TrustProxy: *trustProxy}
+			TrustProxy: *trustProxy, TracerProvider: tracing}
 		if cfg.SessionKey, err = env.sessionKey(ctx, ledger, log); err != nil {
 			return err
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/idemgate/idemgate/sandbox"
 	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Tools is the test catalogue; {{SANDBOX}} becomes the sandbox's URL. Timings are short so
@@ -137,6 +139,9 @@ type Options struct {
 	// bursts of RateBurst (default: unlimited).
 	RateLimit float64
 	RateBurst int
+	// TracerProvider makes the gateway's spans (default: an SDK provider that exports
+	// nothing); pass one with a tracetest.SpanRecorder to look at them.
+	TracerProvider trace.TracerProvider
 }
 
 // Start runs a gateway on engine d until the test ends: the API, the executor and the
@@ -162,7 +167,13 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	metrics := telemetry.New(cat.Names(), log)
 	ledger.Observe(metrics)
 	metrics.WatchLedger(ledger, handlers.Windows(cat))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Meter: metrics, Log: log})
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = sdktrace.NewTracerProvider()
+	}
+	ledger.Trace(tp.Tracer("github.com/idemgate/idemgate/models"))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Meter: metrics, Log: log,
+		TracerProvider: tp})
 	disp := jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 16, log)
 	rec := jobs.NewRecovery(exec, jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
 		EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond})
@@ -173,7 +184,8 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	} else {
 		done <- struct{}{}
 	}
-	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(opts.RateLimit, opts.RateBurst), Log: log, Metrics: metrics})
+	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(opts.RateLimit, opts.RateBurst), Log: log, Metrics: metrics,
+		TracerProvider: tp})
 	srv := httptest.NewServer(e)
 	t.Cleanup(func() {
 		srv.Close()
