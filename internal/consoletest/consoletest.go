@@ -188,6 +188,9 @@ type Seed struct {
 	Review  bool
 	// NeedsApproval records it AWAITING_APPROVAL with its approval review open.
 	NeedsApproval bool
+	// Outcome, when set, finishes the first attempt with it instead (Unknown is the same with
+	// an ambiguous 504), so that tests can record any history; Review then opens the review.
+	Outcome *models.AttemptOutcome
 }
 
 // Operation records s straight through the ledger and returns the operation as it ends up.
@@ -198,7 +201,7 @@ func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
 	in := models.NewOperation{Tenant: s.Tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: s.Key, Tool: s.Tool,
 		Fingerprint: "sha256:" + hex.EncodeToString([]byte(s.Key)), Params: []byte(s.Params),
 		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent", NeedsApproval: s.NeedsApproval}
-	if s.Unknown {
+	if s.Unknown || s.Outcome != nil {
 		in.Claim = &models.ClaimSpec{Worker: "test-worker", LeaseFor: time.Minute}
 	}
 	sub, err := c.Ledger.Submit(ctx, in)
@@ -206,12 +209,18 @@ func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
 		t.Fatalf("consoletest: submit %s: %v", s.Key, err)
 	}
 	op := sub.Op
-	if !s.Unknown {
+	if in.Claim == nil {
 		return op
+	}
+	if sub.Attempt == nil {
+		t.Fatalf("consoletest: %s was recorded before, so it has no attempt to finish", s.Key)
 	}
 	out := models.AttemptOutcome{Class: models.ErrorAmbiguous, DownstreamStatus: 504, Latency: 1500 * time.Millisecond,
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous,
 		ErrorMessage: "the downstream answered 504 after the request was sent"}
+	if s.Outcome != nil {
+		out = *s.Outcome
+	}
 	if err := c.Ledger.FinishAttempt(ctx, models.Claimed{Op: op, Attempt: sub.Attempt}, "test-worker", out); err != nil {
 		t.Fatalf("consoletest: finish attempt of %s: %v", s.Key, err)
 	}
