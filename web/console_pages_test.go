@@ -230,6 +230,14 @@ func TestOperationPage(t *testing.T) {
 		assert.Equal(t, []string{"reconcile_now", "confirm_succeeded", "confirm_not_executed", "mark_failed"},
 			p.Attrs("action", "data-action"), "the UNKNOWN operation's actions, safest first")
 		assert.Equal(t, []string{"wf-1"}, p.TestIDs("workflow-link"))
+		assert.Empty(t, p.Attrs("operation-deliveries", "data-testid"), "webhook deliveries are an admin's page")
+
+		apw := s.con.User(t, "ada@example.com", models.RoleAdmin)
+		admin := s.con.NewBrowser(t)
+		admin.MustLogin(t, "ada@example.com", apw)
+		ap := admin.Get(t, "/operations/"+s.acmeRefund.ID)
+		require.Equal(t, http.StatusOK, ap.Status)
+		assert.Contains(t, ap.Body, `href="/admin/webhooks?operation=`+s.acmeRefund.ID+`"`, "an admin is led to the operation's deliveries")
 
 		w := s.b.Get(t, "/workflows/wf-1")
 		require.Equal(t, http.StatusOK, w.Status)
