@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/idemgate/idemgate/export"
 	"github.com/idemgate/idemgate/models"
@@ -28,7 +29,7 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := c.QueryParams()
+	q := requestValues(c)
 	format, err := export.ParseFormat(q.Get("format"))
 	if err != nil {
 		return h.exportsPage(c, v, http.StatusBadRequest, "Choose CSV or NDJSON.")
@@ -75,7 +76,7 @@ func (h *Console) exportsPage(c echo.Context, v *Viewer, status int, problem str
 	if err != nil {
 		return err
 	}
-	q := c.QueryParams()
+	q := requestValues(c)
 	p := views.ExportsPage{Page: layoutPage(v, "Exports", views.NavExports), Limited: !v.Scope.Unlimited(), Error: problem,
 		Formats: []views.Option{{Value: string(export.CSV), Label: "CSV — one row per event"},
 			{Value: string(export.NDJSON), Label: "NDJSON — one operation per line"}},
@@ -85,4 +86,15 @@ func (h *Console) exportsPage(c echo.Context, v *Viewer, status int, problem str
 		p.Formats[i].Selected = p.Formats[i].Value == q.Get("format")
 	}
 	return renderPage(c, status, views.Exports(p))
+}
+
+// requestValues are the query's values, and on a POST the form's: the download is a POST (it
+// records an export in the audit log, so another site must not be able to trigger it with a
+// link), and the form it re-renders keeps what was chosen.
+func requestValues(c echo.Context) url.Values {
+	v, err := c.FormParams()
+	if err != nil {
+		return c.QueryParams()
+	}
+	return v
 }

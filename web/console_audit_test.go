@@ -165,7 +165,7 @@ func TestExportDownload(t *testing.T) {
 			assert.Equal(t, http.StatusForbidden, desk.rita.Get(t, "/exports").Status)
 		})
 		t.Run("CSV within scope", func(t *testing.T) {
-			p := desk.aude.Get(t, "/exports/download?format=csv")
+			p := download(t, desk.aude, "format=csv")
 			require.Equal(t, http.StatusOK, p.Status, p.Body)
 			assert.Equal(t, "text/csv; charset=utf-8", p.Header.Get("Content-Type"))
 			assert.Regexp(t, `^attachment; filename="idemgate-export-\d{8}T\d{6}Z\.csv"$`, p.Header.Get("Content-Disposition"))
@@ -183,7 +183,7 @@ func TestExportDownload(t *testing.T) {
 			assert.NotContains(t, p.Body, cardNumber)
 		})
 		t.Run("NDJSON of one tenant, recorded in the audit log", func(t *testing.T) {
-			p := desk.ada.Get(t, "/exports/download?format=ndjson&tenant=acme&state=UNKNOWN&tool=refunds.issue")
+			p := download(t, desk.ada, "format=ndjson&tenant=acme&state=UNKNOWN&tool=refunds.issue")
 			require.Equal(t, http.StatusOK, p.Status, p.Body)
 			assert.Equal(t, "application/x-ndjson", p.Header.Get("Content-Type"))
 			var ids []string
@@ -206,14 +206,14 @@ func TestExportDownload(t *testing.T) {
 			assert.Equal(t, "acme", entries[0].Tenant)
 		})
 		t.Run("a tenant outside the scope is 404", func(t *testing.T) {
-			p := desk.aude.Get(t, "/exports/download?format=csv&tenant=globex")
+			p := download(t, desk.aude, "format=csv&tenant=globex")
 			assert.Equal(t, http.StatusNotFound, p.Status)
 			assert.NotContains(t, p.Header.Get("Content-Disposition"), "attachment")
 		})
 		t.Run("a bad request answers the form", func(t *testing.T) {
 			for _, q := range []string{"format=xml", "format=csv&from=yesterday", "format=csv&state=DONE",
 				"format=csv&from=2026-01-02T00:00&to=2026-01-01T00:00"} {
-				p := desk.aude.Get(t, "/exports/download?"+q)
+				p := download(t, desk.aude, q)
 				assert.Equal(t, http.StatusBadRequest, p.Status, q)
 				assert.Len(t, p.TestIDs("export-form"), 1, q)
 				assert.Empty(t, p.Header.Get("Content-Disposition"), q)
@@ -327,4 +327,14 @@ func TestConsoleWritesAuditEntries(t *testing.T) {
 		_, err := con.Ledger.VerifyAuditChain(t.Context())
 		assert.NoError(t, err, "one unbroken chain")
 	})
+}
+
+// download asks for an export the way the form does: a POST of query q with the page's CSRF
+// token.
+func download(t *testing.T, b *consoletest.Browser, q string) *consoletest.Page {
+	t.Helper()
+	form, err := url.ParseQuery(q)
+	require.NoError(t, err)
+	b.Get(t, "/exports")
+	return b.Post(t, "/exports/download", form)
 }

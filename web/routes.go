@@ -86,7 +86,7 @@ func routes(e *echo.Echo, cfg Config) {
 	e.GET("/audit", con.AuditLog, auditor...)
 	e.POST("/audit/verify", con.VerifyAudit, auditor...)
 	e.GET("/exports", con.Exports, auditor...)
-	e.GET("/exports/download", con.DownloadExport, auditor...)
+	e.POST("/exports/download", con.DownloadExport, auditor...)
 	e.GET("/admin", con.Admin, admin...)
 	e.POST("/admin/tenants", con.CreateTenant, admin...)
 	e.POST("/admin/keys", con.CreateAPIKey, admin...)
