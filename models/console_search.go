@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 	"unicode/utf8"
+
+	"gorm.io/gorm"
 )
 
 // Search narrows the console's operation search. Zero fields do not filter.
@@ -33,21 +35,7 @@ func (l *Ledger) SearchOperations(ctx context.Context, s Scope, f Search) ([]*Op
 		// treats '%' and '_' as wildcards).
 		q = q.Where("substr(op_key, 1, ?) = ?", utf8.RuneCountInString(f.Key), f.Key)
 	}
-	if f.Tool != "" {
-		q = q.Where("tool = ?", f.Tool)
-	}
-	if f.State != "" {
-		q = q.Where("state = ?", f.State)
-	}
-	if f.Tenant != "" {
-		q = q.Where("tenant = ?", f.Tenant)
-	}
-	if !f.From.IsZero() {
-		q = q.Where("created_at >= ?", f.From.UTC())
-	}
-	if !f.To.IsZero() {
-		q = q.Where("created_at < ?", f.To.UTC())
-	}
+	q = whereOperations(q, f.Tenant, f.Tool, f.State, f.From, f.To)
 	if f.Before != "" {
 		q = q.Where("id < ?", f.Before)
 	}
@@ -78,4 +66,26 @@ func (l *Ledger) WorkflowOperations(ctx context.Context, s Scope, runID string) 
 		return nil, errorf(CodeNotFound, "no operations of workflow run %q", runID)
 	}
 	return ops, nil
+}
+
+// whereOperations narrows q to operations of tenant, tool and state created in [from, to); zero
+// values do not filter. The console's search and the exports share it, so both read a filter
+// the same way.
+func whereOperations(q *gorm.DB, tenant, tool string, state State, from, to time.Time) *gorm.DB {
+	if tenant != "" {
+		q = q.Where("tenant = ?", tenant)
+	}
+	if tool != "" {
+		q = q.Where("tool = ?", tool)
+	}
+	if state != "" {
+		q = q.Where("state = ?", state)
+	}
+	if !from.IsZero() {
+		q = q.Where("created_at >= ?", from.UTC())
+	}
+	if !to.IsZero() {
+		q = q.Where("created_at < ?", to.UTC())
+	}
+	return q
 }

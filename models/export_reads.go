@@ -74,22 +74,7 @@ func exportQuery(tx *gorm.DB, f ExportFilter, afterID string) *gorm.DB {
 	if f.Tenants != nil {
 		q = q.Where("tenant IN ?", f.Tenants)
 	}
-	if f.Tenant != "" {
-		q = q.Where("tenant = ?", f.Tenant)
-	}
-	if !f.From.IsZero() {
-		q = q.Where("created_at >= ?", f.From.UTC())
-	}
-	if !f.To.IsZero() {
-		q = q.Where("created_at < ?", f.To.UTC())
-	}
-	if f.State != "" {
-		q = q.Where("state = ?", f.State)
-	}
-	if f.Tool != "" {
-		q = q.Where("tool = ?", f.Tool)
-	}
-	return q
+	return whereOperations(q, f.Tenant, f.Tool, f.State, f.From, f.To)
 }
 
 // attachTimelines reads the events and attempts of ops with one IN query each.
