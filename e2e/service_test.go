@@ -48,3 +48,31 @@ func TestServiceEndpoints(t *testing.T) {
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }
+
+// TestRememberedKeyStillFailsClosed: the gateway remembers a key that just authenticated,
+// so a request during a database outage gets past authentication; it must still fail closed
+// at the ledger, and nothing may reach the downstream.
+func TestRememberedKeyStillFailsClosed(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.Start(t, d)
+		first := g.Submit(t, "warm-1", "tickets.create", ticketParams, nil)
+		require.Equal(t, http.StatusCreated, first.Status, "%s", first.Body)
+		id := requireOp(t, first, http.StatusCreated)["id"].(string)
+
+		sqlDB, err := g.Ledger.DB().DB()
+		require.NoError(t, err)
+		require.NoError(t, sqlDB.Close())
+
+		for _, r := range []gatewaytest.Response{
+			g.Submit(t, "warm-2", "tickets.create", ticketParams, nil),    // new key
+			g.Submit(t, "warm-1", "tickets.create", ticketParams, nil),    // replay
+			g.Do(t, http.MethodGet, "/v1/operations/"+id, g.Key, nil, ""), // read
+			g.Do(t, http.MethodPost, "/v1/operations/"+id+"/compensate", g.Key, nil, ""),
+		} {
+			requireProblem(t, g, r, http.StatusServiceUnavailable, "ledger-unavailable")
+			assert.NotEmpty(t, r.Header.Get("Retry-After"))
+		}
+		assert.Equal(t, 1, g.Sandbox.Committed("tickets"), "the outage let nothing through to the downstream")
+	})
+}

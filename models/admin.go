@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -113,8 +114,12 @@ func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, erro
 	}
 	now := l.clock()
 	k := keys[0]
-	if err := l.scope(ctx).Model(&APIKey{}).Where("id = ?", k.ID).Update("revoked_at", now).Error; err != nil {
-		return nil, unavailable("revoke api key", err)
+	revoked, err := l.revokeKey(ctx, k.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	if !revoked {
+		return nil, errorf(CodeNotFound, "no active API key starts with %q", prefix)
 	}
 	k.RevokedAt = &now
 	return &k, nil
@@ -140,6 +145,11 @@ func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, erro
 	if !WellFormedAPIKey(secret) {
 		return nil, errorf(CodeNotFound, "unknown API key")
 	}
+	hash := HashAPIKey(secret)
+	caller, gen := l.keys.get(hash)
+	if caller != nil {
+		return caller, nil
+	}
 	var row struct {
 		APIKey
 		PrincipalName string
@@ -147,7 +157,7 @@ func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, erro
 	err := l.scope(ctx).Table("api_keys").
 		Select("api_keys.*, principals.name AS principal_name").
 		Joins("JOIN principals ON principals.id = api_keys.principal_id").
-		Where("api_keys.hash = ? AND api_keys.revoked_at IS NULL", HashAPIKey(secret)).
+		Where("api_keys.hash = ? AND api_keys.revoked_at IS NULL", hash).
 		Take(&row).Error
 	if notFound(err) {
 		return nil, errorf(CodeNotFound, "unknown API key")
@@ -155,7 +165,32 @@ func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, erro
 	if err != nil {
 		return nil, unavailable("authenticate", err)
 	}
-	return &Caller{Tenant: row.Tenant, PrincipalID: row.PrincipalID, PrincipalName: row.PrincipalName, Key: row.APIKey}, nil
+	caller = &Caller{Tenant: row.Tenant, PrincipalID: row.PrincipalID, PrincipalName: row.PrincipalName, Key: row.APIKey}
+	l.keys.put(hash, gen, caller)
+	return caller, nil
+}
+
+// revokeKey marks key id revoked (when still active) and makes every replica forget it:
+// this one at once, the others through a notification sent when the revocation commits.
+// It reports whether this call revoked it.
+func (l *Ledger) revokeKey(ctx context.Context, id string, at time.Time) (bool, error) {
+	var revoked bool
+	err := l.scope(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", at)
+		if res.Error != nil {
+			return res.Error
+		}
+		revoked = res.RowsAffected == 1
+		if revoked && l.dialect == Postgres {
+			return tx.Exec("SELECT pg_notify(?, ?)", keysChannel, id).Error
+		}
+		return nil
+	})
+	if err != nil {
+		return false, unavailable("revoke api key", err)
+	}
+	l.keys.forget(id)
+	return revoked, nil
 }
 
 // Setting returns a stored setting, or "" when unset.

@@ -45,11 +45,11 @@ func (l *Ledger) RevokeAPIKeyByID(ctx context.Context, s Scope, id string) (*API
 		return nil, unavailable("get api key", err)
 	}
 	now := l.clock()
-	res := l.scope(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now)
-	if res.Error != nil {
-		return nil, unavailable("revoke api key", res.Error)
+	revoked, err := l.revokeKey(ctx, id, now)
+	if err != nil {
+		return nil, err
 	}
-	if res.RowsAffected != 1 {
+	if !revoked {
 		return nil, errorf(CodeConflict, "API key %s… is already revoked", k.Prefix)
 	}
 	k.RevokedAt = &now

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"sync"
@@ -22,6 +23,8 @@ type Ledger struct {
 	tracer   trace.Tracer
 	// payloads renders the operation object of webhook payloads (see RenderWith).
 	payloads PayloadRenderer
+	// keys remembers recent authentications (see Authenticate, CacheKeysFor).
+	keys *keyCache
 }
 
 // New returns a ledger over an opened, migrated database. now may be nil (wall clock).
@@ -29,8 +32,12 @@ func New(db *gorm.DB, d Dialect, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{db: db, dialect: d, now: now, changes: NewHub()}
+	return &Ledger{db: db, dialect: d, now: now, changes: NewHub(), keys: newKeyCache(DefaultKeyCacheTTL)}
 }
+
+// CacheKeysFor sets how long an authenticated API key is believed without a database read
+// (default DefaultKeyCacheTTL; 0 reads the database on every request). Call it before use.
+func (l *Ledger) CacheKeysFor(ttl time.Duration) { l.keys = newKeyCache(ttl) }
 
 // DB exposes the handle for readiness checks and tests.
 func (l *Ledger) DB() *gorm.DB { return l.db }
@@ -202,4 +209,6 @@ func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
 	return tx.Create(&ev).Error
 }
 
-func notFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
+func notFound(err error) bool {
+	return errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows)
+}
