@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -28,6 +30,18 @@ const DefaultDSN = "idemgate.db"
 // PostgreSQL, anything else is an SQLite file path (optionally prefixed with "sqlite:" or
 // "file:"). It does not migrate; see Migrate.
 func Open(ctx context.Context, dsn string) (*gorm.DB, Dialect, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// Options tune OpenWith. The zero value is what Open uses.
+type Options struct {
+	// QueryTracer sees every statement sent to PostgreSQL, BEGIN and COMMIT included, whether
+	// it came through GORM or the ledger's direct reads (tests count round trips with it).
+	QueryTracer pgx.QueryTracer
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
@@ -38,13 +52,16 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, Dialect, error) {
 		TranslateError:         true,
 	}
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		db, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn}), cfg)
+		pgCfg, err := pgx.ParseConfig(dsn)
 		if err != nil {
-			return nil, "", fmt.Errorf("ledger: open postgres: %w", err)
+			return nil, "", fmt.Errorf("ledger: postgres dsn: %w", err)
 		}
-		sqlDB, err := db.DB()
+		pgCfg.Tracer = opts.QueryTracer
+		sqlDB := stdlib.OpenDB(*pgCfg)
+		db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), cfg)
 		if err != nil {
-			return nil, "", fmt.Errorf("ledger: postgres pool: %w", err)
+			sqlDB.Close()
+			return nil, "", fmt.Errorf("ledger: open postgres: %w", err)
 		}
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(32)

@@ -10,17 +10,22 @@ import (
 // Get returns the operation id of tenant. Another tenant's operation is CodeNotFound, exactly
 // as a missing one.
 func (l *Ledger) Get(ctx context.Context, tenant, id string) (*Operation, error) {
-	return l.take(ctx, "get operation", "tenant = ? AND id = ?", tenant, id)
+	return l.take(ctx, "get operation", getOperation, tenant, id)
 }
 
 // GetByKey returns the operation recorded under (tenant, key).
 func (l *Ledger) GetByKey(ctx context.Context, tenant, key string) (*Operation, error) {
-	return l.take(ctx, "get operation by key", "tenant = ? AND op_key = ?", tenant, key)
+	return l.take(ctx, "get operation by key", getOperationByKey, tenant, key)
 }
 
-func (l *Ledger) take(ctx context.Context, what, where string, args ...any) (*Operation, error) {
+var (
+	getOperation      = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND id = ?")
+	getOperationByKey = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND op_key = ?")
+)
+
+func (l *Ledger) take(ctx context.Context, what string, q rowQuery, args ...any) (*Operation, error) {
 	var op Operation
-	err := l.db.WithContext(ctx).Where(where, args...).Take(&op).Error
+	err := l.queryRow(ctx, q, args, op.columns()...)
 	if notFound(err) {
 		return nil, errorf(CodeNotFound, "operation not found")
 	}

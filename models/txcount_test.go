@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -153,17 +154,57 @@ func (t *countingTx) Rollback() error {
 	return t.inner.(gorm.TxCommitter).Rollback()
 }
 
+// wireTracer records what pgx sends to PostgreSQL, BEGIN and COMMIT included: there round
+// trips are counted at the driver, so the ledger's direct pgx reads are seen as well as
+// GORM's statements.
+type wireTracer struct {
+	rec  *roundTrips
+	mu   sync.Mutex
+	inTx map[*pgx.Conn]bool
+}
+
+func (w *wireTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch verb := sqlVerb(data.SQL); verb {
+	case "BEGIN":
+		w.inTx[conn] = true
+		w.rec.add(verb, true, "")
+	case "COMMIT", "ROLLBACK":
+		delete(w.inTx, conn)
+		w.rec.add(verb, true, "")
+	default:
+		w.rec.add(verb, w.inTx[conn], data.SQL)
+	}
+	return ctx
+}
+
+func (w *wireTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
 // countedLedger returns a ledger on a fresh database of engine d whose every round trip is
 // recorded, with a caller of tenant "acme" already set up (and not counted).
 func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Caller, *roundTrips) {
 	t.Helper()
-	db := testdb.Open(t, d)
 	rec := &roundTrips{}
-	// A Session with a context clones the Statement, so the wrapper is installed on this
-	// handle and on everything derived from it, and the original handle is left as it was.
-	counted := db.Session(&gorm.Session{Context: context.Background()})
-	counted.Statement.ConnPool = &countingPool{inner: db.Statement.ConnPool, rec: rec}
-	l := models.New(counted, d, nil)
+	var l *models.Ledger
+	if d == models.Postgres {
+		db, _, err := models.OpenWith(context.Background(), testdb.DSN(t, d),
+			models.Options{QueryTracer: &wireTracer{rec: rec, inTx: map[*pgx.Conn]bool{}}})
+		require.NoError(t, err)
+		sqlDB, _ := db.DB()
+		t.Cleanup(func() { sqlDB.Close() })
+		require.NoError(t, models.Migrate(context.Background(), db, d))
+		l = models.New(db, d, nil)
+	} else {
+		// SQLite's driver has no tracer: the connection pool GORM sends everything through
+		// is wrapped instead. A Session with a context clones the Statement, so the wrapper
+		// is installed on this handle and everything derived from it, and the original
+		// handle is left as it was.
+		db := testdb.Open(t, d)
+		counted := db.Session(&gorm.Session{Context: context.Background()})
+		counted.Statement.ConnPool = &countingPool{inner: db.Statement.ConnPool, rec: rec}
+		l = models.New(counted, d, nil)
+	}
 	ctx := context.Background()
 	_, err := l.CreateTenant(ctx, "acme")
 	require.NoError(t, err)
@@ -171,7 +212,7 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
-	require.NotEmpty(t, rec.take(), "the wrapper sees the set-up's round trips")
+	require.NotEmpty(t, rec.take(), "the recorder sees the set-up's round trips")
 	return l, c, rec
 }
 
