@@ -1,9 +1,10 @@
--- The SQL of one new operation through the API, read off models (Authenticate, Submit with
+-- The SQL of one new operation through the API, read off models (the key look-up, Submit with
 -- claim, FinishAttempt), as pgbench would issue it: the floor idemgate is compared against.
+-- (The caller's API key is remembered by the gateway for a second, so a busy agent's requests
+-- do not read it.)
 -- Run with: pgbench -n -c 16 -T 10 -f new_operation.sql  (after setup.sql)
 \set n random(1, 1000000000)
-SELECT api_keys.*, principals.name AS principal_name FROM api_keys JOIN principals ON principals.id = api_keys.principal_id WHERE api_keys.hash = 'benchhash' AND api_keys.revoked_at IS NULL LIMIT 1;
-SELECT * FROM operations WHERE tenant = 'bench' AND op_key = 'k-' || :n || '-' || :client_id LIMIT 1;
+SELECT * FROM operations WHERE tenant = 'bench' AND op_key = 'k-' || :n || '-' || :client_id;
 BEGIN;
 INSERT INTO operations (id, tenant, op_key, tool, fingerprint, params, state, attempts, fence, principal_id, api_key_id, lease_owner, lease_expires_at, created_at, updated_at)
   VALUES ('op-' || :n || '-' || :client_id, 'bench', 'k-' || :n || '-' || :client_id, 'bench.write', 'sha256:x', '{"n":1}', 'RUNNING', 1, 1, 'p', 'k', 'w', now() + interval '15 seconds', now(), now())
@@ -16,9 +17,9 @@ COMMIT;
 BEGIN;
 UPDATE attempts SET finished_at = now(), class = 'succeeded', downstream_status = 201, latency_ms = 1 WHERE id = 'att-' || :n || '-' || :client_id;
 INSERT INTO events (operation_id, tenant, at, type, attempt, actor, detail) VALUES ('op-' || :n || '-' || :client_id, 'bench', now(), 'attempt_finished', 1, 'worker:w', '{}');
-SELECT id FROM webhook_subscriptions WHERE tenant = 'bench' AND deleted_at IS NULL;
 UPDATE operations SET state = 'SUCCEEDED', updated_at = now(), lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), result = '{"id":"x"}', downstream_ref = 'x'
   WHERE id = 'op-' || :n || '-' || :client_id AND state = 'RUNNING' AND fence = 1;
+SELECT id, events FROM webhook_subscriptions WHERE tenant = 'bench' AND deleted_at IS NULL;
 INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor) VALUES ('op-' || :n || '-' || :client_id, 'bench', now(), 'state_changed', 'RUNNING', 'SUCCEEDED', 1, 'worker:w');
 SELECT pg_notify('idemgate_operations', 'op-' || :n || '-' || :client_id);
 COMMIT;

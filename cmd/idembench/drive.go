@@ -11,6 +11,7 @@ import (
 // scenario is one kind of request; fn sends request number i and reports whether it got the
 // answer the scenario expects.
 type scenario struct {
+	id   string // as --only names it
 	name string
 	fn   func(ctx context.Context, i int64) error
 }
@@ -24,7 +25,10 @@ type result struct {
 	P50       time.Duration `json:"p50_ns"`
 	P90       time.Duration `json:"p90_ns"`
 	P99       time.Duration `json:"p99_ns"`
-	Note      string        `json:"note,omitempty"`
+	// CPUPerRequest is this process's CPU time (gateway, downstream and load generator
+	// together) divided by the requests answered.
+	CPUPerRequest time.Duration `json:"cpu_per_request_ns"`
+	Note          string        `json:"note,omitempty"`
 }
 
 // drive runs sc from concurrency goroutines for d, a bounded loop that stops by itself.
@@ -34,7 +38,7 @@ func drive(ctx context.Context, sc scenario, concurrency int, d time.Duration) (
 	var next, errs atomic.Int64
 	lat := make([][]time.Duration, concurrency)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
@@ -54,10 +58,10 @@ func drive(ctx context.Context, sc scenario, concurrency int, d time.Duration) (
 		}()
 	}
 	wg.Wait()
-	return summarise(sc.name, slices.Concat(lat...), errs.Load(), time.Since(start)), nil
+	return summarise(sc.name, slices.Concat(lat...), errs.Load(), time.Since(start), processCPU()-cpu), nil
 }
 
-func summarise(name string, all []time.Duration, errs int64, elapsed time.Duration) result {
+func summarise(name string, all []time.Duration, errs int64, elapsed, cpu time.Duration) result {
 	slices.Sort(all)
 	r := result{Name: name, Requests: int64(len(all)), Errors: errs}
 	if len(all) == 0 {
@@ -66,5 +70,6 @@ func summarise(name string, all []time.Duration, errs int64, elapsed time.Durati
 	r.PerSecond = float64(len(all)) / elapsed.Seconds()
 	q := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
 	r.P50, r.P90, r.P99 = q(0.50), q(0.90), q(0.99)
+	r.CPUPerRequest = cpu / time.Duration(len(all))
 	return r
 }

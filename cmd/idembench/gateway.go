@@ -16,9 +16,13 @@ import (
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/opview"
+	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
+	"gorm.io/gorm"
 )
 
 // benchTools is the catalogue under test: one write tool whose downstream honours keys.
@@ -37,6 +41,9 @@ tools:
 // gateway is a gateway under test and its instant downstream.
 type gateway struct {
 	url, downstream, key, dialect, run string
+	tenant, principalID, keyID         string
+	db                                 *gorm.DB
+	preloaded                          int64 // operations written by preload
 	commits                            atomic.Int64
 	client                             *http.Client
 	close                              func()
@@ -76,23 +83,36 @@ func startGateway(ctx context.Context, dsn string) (*gateway, error) {
 	if err := models.Migrate(ctx, db, dialect); err != nil {
 		return nil, err
 	}
-	g.dialect = string(dialect)
+	g.dialect, g.db = string(dialect), db
 	ledger := models.New(db, dialect, nil)
-	tenant := "bench-" + g.run
-	if _, err := ledger.CreateTenant(ctx, tenant); err != nil {
+	g.tenant = "bench-" + g.run
+	if _, err := ledger.CreateTenant(ctx, g.tenant); err != nil {
 		return nil, err
 	}
-	k, err := ledger.CreateAPIKey(ctx, tenant, "bench", nil)
+	k, err := ledger.CreateAPIKey(ctx, g.tenant, "bench", nil)
 	if err != nil {
 		return nil, err
 	}
-	g.key = k.Secret
+	g.key, g.principalID, g.keyID = k.Secret, k.Key.PrincipalID, k.Key.ID
 	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream)))
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "idembench", Log: log})
+	// Wired as serve wires it (collector target, metrics, spans), so the figures are those
+	// of production.
+	gctune.Apply(os.Getenv)
+	ledger.RenderWith(opview.Payloads(cat))
+	metrics := telemetry.New(cat.Names(), log)
+	ledger.Observe(metrics)
+	tracing, stopTracing, err := telemetry.SetupTracing(ctx, "idembench")
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { _ = stopTracing(context.Background()) })
+	ledger.Trace(tracing.Tracer("github.com/idemgate/idemgate/models"))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "idembench", Meter: metrics, Log: log,
+		TracerProvider: tracing})
 	jctx, stopJobs := context.WithCancel(ctx)
 	go jobs.NewDispatcher(exec, ledger, 100*time.Millisecond, 64, log).Run(jctx)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -101,7 +121,7 @@ func startGateway(ctx context.Context, dsn string) (*gateway, error) {
 		return nil, err
 	}
 	srv := &http.Server{Handler: web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec,
-		Limiter: handlers.NewRateLimiter(0, 0), Log: log})}
+		Limiter: handlers.NewRateLimiter(0, 0), Log: log, Metrics: metrics, TracerProvider: tracing})}
 	go srv.Serve(ln)
 	closers = append(closers, func() {
 		srv.Close()
@@ -193,7 +213,7 @@ func (g *gateway) storm(ctx context.Context, n int) (result, error) {
 	lat := make([]time.Duration, n)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -207,7 +227,7 @@ func (g *gateway) storm(ctx context.Context, n int) (result, error) {
 		}()
 	}
 	wg.Wait()
-	r := summarise(fmt.Sprintf("storm (%d duplicates)", n), lat, errs.Load(), time.Since(start))
+	r := summarise(fmt.Sprintf("storm (%d duplicates)", n), lat, errs.Load(), time.Since(start), processCPU()-cpu)
 	r.Note = fmt.Sprintf("side effects: %d", g.commits.Load()-before)
 	if g.commits.Load()-before != 1 {
 		return r, fmt.Errorf("storm: %d side effects for one key", g.commits.Load()-before)

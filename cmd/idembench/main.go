@@ -4,6 +4,11 @@
 // instant in-process downstream, on the database named by --database.
 //
 //	go run ./cmd/idembench --database postgres://postgres@127.0.0.1:5432/postgres --concurrency 16 --duration 10s
+//
+// --only runs some scenarios (baseline, new, replay, replay-old, storm). --preload N first
+// writes N finished operations into the ledger, which replay-old then replays at random.
+// --cpuprofile and --memprofile write pprof profiles of the measured scenarios (the
+// in-process gateway and the load it is under, so read the handler's share with -focus).
 package main
 
 import (
@@ -14,6 +19,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -33,7 +42,14 @@ type config struct {
 	duration    time.Duration
 	storm       int
 	jsonOut     bool
+	only        []string
+	cpuProfile  string
+	memProfile  string
+	preload     int64
 }
+
+// scenarioNames are the values --only accepts, in the order scenarios run.
+var scenarioNames = []string{"baseline", "new", "replay", "replay-old", "storm"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("idembench", flag.ContinueOnError)
@@ -44,44 +60,98 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each scenario runs")
 	fs.IntVar(&cfg.storm, "storm", 1000, "concurrent duplicates of one new key in the storm scenario")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print JSON instead of a table")
+	only := fs.String("only", strings.Join(scenarioNames, ","), "scenarios to run, comma-separated")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the scenarios to this file")
+	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile of the scenarios to this file")
+	fs.Int64Var(&cfg.preload, "preload", 0, "first write this many finished operations into the ledger (PostgreSQL), for the replay-old scenario")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for name := range strings.SplitSeq(*only, ",") {
+		if !slices.Contains(scenarioNames, name) {
+			return fmt.Errorf("--only: unknown scenario %q (want some of %s)", name, strings.Join(scenarioNames, ","))
+		}
+		cfg.only = append(cfg.only, name)
 	}
 	gw, err := startGateway(ctx, cfg.database)
 	if err != nil {
 		return err
 	}
 	defer gw.close()
-
-	var results []result
-	for _, sc := range []scenario{
-		{name: "baseline (downstream only)", fn: gw.direct},
-		{name: "new operations", fn: gw.newOperation},
-		{name: "replays", fn: gw.replay},
-	} {
-		r, err := drive(ctx, sc, cfg.concurrency, cfg.duration)
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
+	if err := gw.preload(ctx, gw.db, cfg.preload, stderr); err != nil {
+		return err
 	}
-	storm, err := gw.storm(ctx, cfg.storm)
+	gw.preloaded = cfg.preload
+
+	results, err := measure(ctx, gw, cfg)
 	if err != nil {
 		return err
 	}
-	results = append(results, storm)
 
 	if cfg.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"database": gw.dialect, "concurrency": cfg.concurrency, "duration": cfg.duration.String(), "results": results})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "scenario\trequests\terrors\treq/s\tp50\tp90\tp99\tnote\t\n")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Requests, r.Errors, r.PerSecond,
-			r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Note)
+	return printTable(stdout, gw.dialect, cfg, results)
+}
+
+// measure runs the chosen scenarios, under the profiler when asked.
+func measure(ctx context.Context, gw *gateway, cfg config) ([]result, error) {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(tw, "(%s ledger, concurrency %d, %s per scenario)\t\t\t\t\t\t\t\t\n", gw.dialect, cfg.concurrency, cfg.duration)
+	if cfg.memProfile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			if f, err := os.Create(cfg.memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	var results []result
+	for _, sc := range []scenario{
+		{id: "baseline", name: "baseline (downstream only)", fn: gw.direct},
+		{id: "new", name: "new operations", fn: gw.newOperation},
+		{id: "replay", name: "replays", fn: gw.replay},
+		{id: "replay-old", name: "replays across the ledger", fn: gw.replayOld},
+	} {
+		if !slices.Contains(cfg.only, sc.id) || sc.id == "replay-old" && gw.preloaded == 0 {
+			continue // replay-old needs --preload
+		}
+		r, err := drive(ctx, sc, cfg.concurrency, cfg.duration)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	if slices.Contains(cfg.only, "storm") {
+		storm, err := gw.storm(ctx, cfg.storm)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, storm)
+	}
+	return results, nil
+}
+
+func printTable(stdout io.Writer, dialect string, cfg config, results []result) error {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "scenario\trequests\terrors\treq/s\tp50\tp90\tp99\tCPU/req\tnote\t\n")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Requests, r.Errors, r.PerSecond,
+			r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond),
+			r.CPUPerRequest.Round(time.Microsecond), r.Note)
+	}
+	fmt.Fprintf(tw, "(%s ledger, concurrency %d, %s per scenario)\t\t\t\t\t\t\t\t\t\n", dialect, cfg.concurrency, cfg.duration)
 	return tw.Flush()
 }

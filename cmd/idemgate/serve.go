@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/opview"
@@ -38,6 +39,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		return err
 	}
 	log := newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL"))
+	gctune.Apply(env.getenv)
 
 	var ln net.Listener
 	baseURL := "http://" + *addr
