@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Replay latency on a full ledger against an empty one, on the same PostgreSQL, each in a
 # throwaway schema: the empty ledger replays its one operation; the full one (OPERATIONS,
-# default 10,000,000, written by COPY) replays operations picked at random across it.
+# default 10,000,000, written once by COPY) replays operations picked at random across it.
+# Both are measured one request at a time (pure latency) and at CONCURRENCY (16).
 #
 #   bench/bigledger.sh [postgres-url]    OPERATIONS, CONCURRENCY (16), SECONDS_PER_RUN (20)
 #
-# Needs about 1 KB of disk per operation, and some minutes to write them.
+# Needs about 700 bytes of disk per operation, and some minutes to write them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
@@ -21,22 +22,23 @@ trap 'psql -q "$URL" -c "DROP SCHEMA $EMPTY CASCADE" -c "DROP SCHEMA $FULL CASCA
 in_schema() { if [[ "$URL" == *\?* ]]; then echo "$URL&search_path=$1"; else echo "$URL?search_path=$1"; fi; }
 go build -o "$OUT/idembench" ./cmd/idembench
 
-"$OUT/idembench" --database "$(in_schema "$FULL")" --preload "$N" --only replay-old \
-	--concurrency "$C" --duration "${T}s" --json >"$OUT/full.json"
-"$OUT/idembench" --database "$(in_schema "$EMPTY")" --only replay \
-	--concurrency "$C" --duration "${T}s" --json >"$OUT/empty.json"
-psql -qAt "$URL" -c "SELECT 'operations table and its indexes: ' || pg_size_pretty(pg_total_relation_size('$FULL.operations'))"
+for c in 1 "$C"; do
+	"$OUT/idembench" --database "$(in_schema "$FULL")" --tenant bulk --preload "$N" --only replay-old \
+		--concurrency "$c" --duration "${T}s" --json >"$OUT/full-$c.json"
+	"$OUT/idembench" --database "$(in_schema "$EMPTY")" --only replay \
+		--concurrency "$c" --duration "${T}s" --json >"$OUT/empty-$c.json"
+done
+psql -qAt "$URL" -c "SELECT 'operations: ' || count(*) || ' rows, ' || pg_size_pretty(pg_total_relation_size('$FULL.operations')) || ' with indexes' FROM $FULL.operations"
 
-python3 - "$OUT/empty.json" "$OUT/full.json" "$N" <<'PY'
+python3 - "$OUT" "$N" "$C" <<'PY'
 import json, sys
-empty = json.load(open(sys.argv[1]))["results"][0]
-full = json.load(open(sys.argv[2]))["results"][0]
-n = int(sys.argv[3])
+out, n, c = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 ms = lambda ns: f"{ns / 1e6:.2f} ms"
-print(f"{'ledger':<30} {'req/s':>8} {'p50':>10} {'p90':>10} {'p99':>10}")
-print(f"{'empty (1 operation)':<30} {empty['per_second']:>8.0f} {ms(empty['p50_ns']):>10} {ms(empty['p90_ns']):>10} {ms(empty['p99_ns']):>10}")
-print(f"{f'{n:,} operations':<30} {full['per_second']:>8.0f} {ms(full['p50_ns']):>10} {ms(full['p90_ns']):>10} {ms(full['p99_ns']):>10}")
-for q in ("p50", "p90", "p99"):
-    print(f"{q}: full / empty = {full[q + '_ns'] / empty[q + '_ns']:.2f}x")
-print(f"errors: empty {empty['errors']}, full {full['errors']}")
+print(f"{'ledger':<24} {'in flight':>9} {'req/s':>8} {'p50':>10} {'p90':>10} {'p99':>10} {'errors':>6}")
+for conc in ("1", c):
+    empty = json.load(open(f"{out}/empty-{conc}.json"))["results"][0]
+    full = json.load(open(f"{out}/full-{conc}.json"))["results"][0]
+    for label, r in (("empty (1 operation)", empty), (f"{n:,} operations", full)):
+        print(f"{label:<24} {conc:>9} {r['per_second']:>8.0f} {ms(r['p50_ns']):>10} {ms(r['p90_ns']):>10} {ms(r['p99_ns']):>10} {r['errors']:>6}")
+    print("  full / empty: " + ", ".join(f"{q} {full[q + '_ns'] / empty[q + '_ns']:.2f}x" for q in ("p50", "p90", "p99")))
 PY

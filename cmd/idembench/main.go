@@ -46,6 +46,7 @@ type config struct {
 	cpuProfile  string
 	memProfile  string
 	preload     int64
+	tenant      string
 }
 
 // scenarioNames are the values --only accepts, in the order scenarios run.
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the scenarios to this file")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile of the scenarios to this file")
 	fs.Int64Var(&cfg.preload, "preload", 0, "first write this many finished operations into the ledger (PostgreSQL), for the replay-old scenario")
+	fs.StringVar(&cfg.tenant, "tenant", "", "tenant to run as, created unless it exists (default: a new one per run); a later run with the same tenant reuses its preloaded operations")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.only = append(cfg.only, name)
 	}
-	gw, err := startGateway(ctx, cfg.database)
+	gw, err := startGateway(ctx, cfg.database, cfg.tenant)
 	if err != nil {
 		return err
 	}

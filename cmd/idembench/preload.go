@@ -36,6 +36,17 @@ func (g *gateway) preload(ctx context.Context, db *gorm.DB, n int64, w io.Writer
 	if err != nil {
 		return err
 	}
+	var have int64
+	if err := sqlDB.QueryRowContext(ctx, "SELECT count(*) FROM operations WHERE tenant = $1 AND op_key LIKE 'old-%'", g.tenant).Scan(&have); err != nil {
+		return err
+	}
+	switch {
+	case have == n:
+		fmt.Fprintf(w, "tenant %s holds its %d preloaded operations already\n", g.tenant, n)
+		return nil
+	case have != 0:
+		return fmt.Errorf("tenant %s holds %d preloaded operations, not %d: use another --tenant", g.tenant, have, n)
+	}
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
@@ -76,7 +87,7 @@ func (r *preloadRows) Next() bool {
 	}
 	i := strconv.FormatInt(r.next, 10)
 	params := `{"n":` + i + `}`
-	r.row = []any{"op_old" + r.g.run + "_" + i, r.g.tenant, "old-" + i, "bench.write",
+	r.row = []any{"op_old_" + r.g.tenant + "_" + i, r.g.tenant, "old-" + i, "bench.write",
 		fingerprint.Of("bench.write", []byte(params)), params, `{"id":"c-old-` + i + `","status":"done"}`,
 		string(models.StateSucceeded), 201, "c-old-" + i, 1, false, 1, r.g.principalID, r.g.keyID,
 		0, r.at, r.at, r.at}
