@@ -4,7 +4,8 @@
 # default 10,000,000, written once by COPY) replays operations picked at random across it.
 # Both are measured one request at a time (pure latency) and at CONCURRENCY (16).
 #
-#   bench/bigledger.sh [postgres-url]    OPERATIONS, CONCURRENCY (16), SECONDS_PER_RUN (20)
+#   bench/bigledger.sh [postgres-url]    OPERATIONS, CONCURRENCY (16), SECONDS_PER_RUN (20);
+#                                        KEEP_SCHEMA=name keeps the full ledger there, and reuses it
 #
 # Needs about 700 bytes of disk per operation, and some minutes to write them.
 set -euo pipefail
@@ -15,10 +16,14 @@ C=${CONCURRENCY:-16}
 T=${SECONDS_PER_RUN:-20}
 OUT=$(mktemp -d)
 EMPTY=bench_empty_$(date +%s)
-FULL=bench_full_$(date +%s)
+FULL=${KEEP_SCHEMA:-bench_full_$(date +%s)}
 export PGOPTIONS="-c client_min_messages=warning"
-psql -q "$URL" -c "CREATE SCHEMA $EMPTY" -c "CREATE SCHEMA $FULL"
-trap 'psql -q "$URL" -c "DROP SCHEMA $EMPTY CASCADE" -c "DROP SCHEMA $FULL CASCADE"; rm -rf "$OUT"' EXIT
+psql -q "$URL" -c "CREATE SCHEMA $EMPTY" -c "CREATE SCHEMA IF NOT EXISTS $FULL"
+if [[ -n "${KEEP_SCHEMA:-}" ]]; then # the full ledger stays for the next run (or a closer look)
+	trap 'psql -q "$URL" -c "DROP SCHEMA $EMPTY CASCADE"; rm -rf "$OUT"' EXIT
+else
+	trap 'psql -q "$URL" -c "DROP SCHEMA $EMPTY CASCADE" -c "DROP SCHEMA $FULL CASCADE"; rm -rf "$OUT"' EXIT
+fi
 in_schema() { if [[ "$URL" == *\?* ]]; then echo "$URL&search_path=$1"; else echo "$URL?search_path=$1"; fi; }
 go build -o "$OUT/idembench" ./cmd/idembench
 

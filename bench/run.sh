@@ -2,7 +2,8 @@
 # Runs the pgbench floor and idembench side by side on the same PostgreSQL, in a throwaway
 # schema, and prints the ratios.
 #
-#   bench/run.sh [postgres-url]   ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10) override
+#   bench/run.sh [postgres-url]   ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10) override;
+#                                 IDEMBENCH names a prebuilt idembench (an earlier commit's)
 #
 # Each round measures the floor and idemgate back to back, new operations then replays, so a
 # ratio compares two runs a few seconds apart: on a shared machine throughput drifts by a
@@ -25,7 +26,11 @@ trap 'psql -q "$URL" -c "DROP SCHEMA $SCHEMA CASCADE"; rm -rf "$OUT"' EXIT
 SURL="$URL&search_path=$SCHEMA"
 [[ "$URL" == *\?* ]] || SURL="$URL?search_path=$SCHEMA"
 go build -o "$OUT/idemgate" ./cmd/idemgate
-go build -o "$OUT/idembench" ./cmd/idembench
+if [[ -n "${IDEMBENCH:-}" ]]; then # a prebuilt idembench, e.g. one built from an earlier commit
+	cp "$IDEMBENCH" "$OUT/idembench"
+else
+	go build -o "$OUT/idembench" ./cmd/idembench
+fi
 IDEMGATE_DATABASE_URL="$SURL" "$OUT/idemgate" migrate >/dev/null
 PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" psql -q "$URL" -f bench/pgbench/setup.sql
 
