@@ -67,10 +67,10 @@ for scenario, script in (("new", "new"), ("replay", "replay")):
         ratios.append((g["per_second"] / floor, r, g, floor))
         print(f"{g['name']:<28} {r:>5} {g['per_second']:>8.0f} {ms(g['p50_ns']):>10} {ms(g['p90_ns']):>10} {ms(g['p99_ns']):>10} "
               f"{g['cpu_per_request_ns'] / 1e3:>6.0f}µs {floor:>8} {g['per_second'] / floor:>6.0%}")
-    ratio, r, g, floor = sorted(ratios)[len(ratios) // 2]
+    ratio, r, g, floor = sorted(ratios, key=lambda x: x[0])[len(ratios) // 2]
     prepared = int(read(f"prepared-{script}"))
     print(f"  -> {g['name']}: median round {r}: {g['per_second']:.0f}/s of a {floor}/s floor = {ratio:.0%} "
-          f"(all rounds {', '.join(f'{x[0]:.0%}' for x in ratios)}; -M prepared floor {prepared}/s)")
+          f"(rounds {', '.join(f'{x[0]:.0%}' for x in ratios)}; -M prepared floor {prepared}/s)")
 for g in result("extra"):
     print(f"{g['name']:<28} {'':>5} {g['per_second']:>8.0f} {ms(g['p50_ns']):>10} {ms(g['p90_ns']):>10} {ms(g['p99_ns']):>10} "
           f"{g['cpu_per_request_ns'] / 1e3:>6.0f}µs  {g.get('note', '')}")
