@@ -10,25 +10,6 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// benchLedger is setup for benchmarks: a fresh ledger per engine with one caller.
-func benchLedger(b *testing.B, d models.Dialect) (*models.Ledger, *models.Caller) {
-	b.Helper()
-	ctx := context.Background()
-	l := testdb.Ledger(b, d)
-	if _, err := l.CreateTenant(ctx, "acme"); err != nil {
-		b.Fatal(err)
-	}
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := l.Authenticate(ctx, k.Secret)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l, c
-}
-
 func eachDialect(b *testing.B, fn func(b *testing.B, d models.Dialect)) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
@@ -42,7 +23,7 @@ func eachDialect(b *testing.B, fn func(b *testing.B, d models.Dialect)) {
 // transaction) and the recorded outcome (the second).
 func BenchmarkSubmitClaim(b *testing.B) {
 	eachDialect(b, func(b *testing.B, d models.Dialect) {
-		l, c := benchLedger(b, d)
+		l, c := setup(b, d)
 		ctx := context.Background()
 		b.ResetTimer()
 		for i := range b.N {
@@ -65,7 +46,7 @@ func BenchmarkSubmitClaim(b *testing.B) {
 // as many goroutines as GOMAXPROCS.
 func BenchmarkReplayLookup(b *testing.B) {
 	eachDialect(b, func(b *testing.B, d models.Dialect) {
-		l, c := benchLedger(b, d)
+		l, c := setup(b, d)
 		ctx := context.Background()
 		if _, err := l.Submit(ctx, newOp(c, "replay")); err != nil {
 			b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func setup(t *testing.T, d models.Dialect) (*models.Ledger, *models.Caller) {
+func setup(t testing.TB, d models.Dialect) (*models.Ledger, *models.Caller) {
 	t.Helper()
 	ctx := context.Background()
 	l := testdb.Ledger(t, d)
