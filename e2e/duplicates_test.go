@@ -21,49 +21,69 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		g := gatewaytest.Start(t, d)
 		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/refunds", Count: 1, Delay: 300 * time.Millisecond})
-
-		const n = 32
-		answers := make([]gatewaytest.Response, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				answers[i] = g.Submit(t, "burst:refund", "refunds.issue", refundParams, nil)
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		var created *gatewaytest.Response
-		replays := 0
-		for i := range answers {
-			switch answers[i].Status {
-			case http.StatusCreated:
-				require.Nil(t, created, "two requests got 201:\n%s\n%s", answersBody(created), answers[i].Body)
-				created = &answers[i]
-				assert.Empty(t, answers[i].Header.Get("Idempotent-Replayed"))
-			case http.StatusOK:
-				replays++
-				assert.Equal(t, "true", answers[i].Header.Get("Idempotent-Replayed"))
-			default:
-				t.Errorf("request %d: %d %s", i, answers[i].Status, answers[i].Body)
-			}
-		}
-		require.NotNil(t, created, "no request got 201")
-		assert.Equal(t, n-1, replays)
-		op := requireOp(t, *created, http.StatusCreated)
-		assert.Equal(t, "SUCCEEDED", op["state"])
-		assert.EqualValues(t, 1, op["attempts"])
-		for i := range answers {
-			assert.JSONEq(t, string(created.Body), string(answers[i].Body), "request %d", i)
-		}
-
-		// The business outcome: one refund, one request downstream, one operation.
-		assert.Equal(t, 1, g.Sandbox.Committed("refunds"))
-		assert.Len(t, g.Sandbox.Requests("/refunds"), 1)
-		assert.EqualValues(t, 1, g.Count(t))
+		requireRanOnce(t, g, sendAtOnce(t, g, 32, "burst:refund"))
 	})
+}
+
+// TestDuplicateStorm: a thousand identical requests at once, with nothing holding the first
+// back, so they meet the operation in every state it passes through: all answered, none an
+// error, one refund.
+func TestDuplicateStorm(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.Start(t, d)
+		requireRanOnce(t, g, sendAtOnce(t, g, 1000, "storm:refund"))
+	})
+}
+
+// sendAtOnce submits the same refund n times under key from n goroutines released together.
+func sendAtOnce(t *testing.T, g *gatewaytest.Gateway, n int, key string) []gatewaytest.Response {
+	answers := make([]gatewaytest.Response, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			answers[i] = g.Submit(t, key, "refunds.issue", refundParams, nil)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return answers
+}
+
+// requireRanOnce checks the answers to identical requests: one 201, replays of the same body
+// for the rest, and one refund downstream.
+func requireRanOnce(t *testing.T, g *gatewaytest.Gateway, answers []gatewaytest.Response) {
+	t.Helper()
+	var created *gatewaytest.Response
+	replays := 0
+	for i := range answers {
+		switch answers[i].Status {
+		case http.StatusCreated:
+			require.Nil(t, created, "two requests got 201:\n%s\n%s", answersBody(created), answers[i].Body)
+			created = &answers[i]
+			assert.Empty(t, answers[i].Header.Get("Idempotent-Replayed"))
+		case http.StatusOK:
+			replays++
+			assert.Equal(t, "true", answers[i].Header.Get("Idempotent-Replayed"))
+		default:
+			t.Errorf("request %d: %d %s", i, answers[i].Status, answers[i].Body)
+		}
+	}
+	require.NotNil(t, created, "no request got 201")
+	assert.Equal(t, len(answers)-1, replays)
+	op := requireOp(t, *created, http.StatusCreated)
+	assert.Equal(t, "SUCCEEDED", op["state"])
+	assert.EqualValues(t, 1, op["attempts"])
+	for i := range answers {
+		assert.JSONEq(t, string(created.Body), string(answers[i].Body), "request %d", i)
+	}
+
+	// The business outcome: one refund, one request downstream, one operation.
+	assert.Equal(t, 1, g.Sandbox.Committed("refunds"))
+	assert.Len(t, g.Sandbox.Requests("/refunds"), 1)
+	assert.EqualValues(t, 1, g.Count(t))
 }
 
 func answersBody(r *gatewaytest.Response) string {
