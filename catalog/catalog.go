@@ -42,6 +42,8 @@ type Tool struct {
 	urlTmpl       *urlTemplate
 	reconcileTmpl *urlTemplate
 	compTmpl      *paramsTemplate
+	// memo remembers params that passed (see CheckCanonical); nil in a Tool built by hand.
+	memo *paramsMemo
 }
 
 // HTTPSpec says how to call the downstream for one attempt.

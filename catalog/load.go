@@ -63,6 +63,7 @@ func Load(data []byte) (*Catalog, error) {
 		t, terrs := buildTool(node, i+1)
 		errs = append(errs, terrs...)
 		if t != nil {
+			t.memo = newParamsMemo()
 			tools = append(tools, t)
 		}
 	}

@@ -25,6 +25,26 @@ const Masked = "***"
 
 var printer = message.NewPrinter(language.English)
 
+// CheckCanonical decodes params, which must be canonical JSON (fingerprint.Normalize's
+// output), and checks them against the schema, as ValidateParams does. A decoding error means
+// they are no JSON value at all. Params that passed before are not decoded or checked again.
+func (t *Tool) CheckCanonical(params []byte) ([]ParamError, error) {
+	if t.memo.has(params) {
+		return []ParamError{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	errs := t.ValidateParams(v)
+	if len(errs) == 0 {
+		t.memo.add(params)
+	}
+	return errs, nil
+}
+
 // ValidateParams checks params, as decoded by encoding/json with UseNumber (so numbers are
 // json.Number; float64 and Go integers are accepted too), against the tool's schema. It returns
 // one ParamError per failed leaf check, sorted by pointer, and an empty slice when params are

@@ -128,11 +128,11 @@ func (a *API) checkCall(caller *models.Caller, name string, params json.RawMessa
 	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
 		params = json.RawMessage("{}")
 	}
-	value, err := decodeValue(params)
+	errs, err := tool.CheckCanonical(params)
 	if err != nil {
 		return nil, nil, problem(problems.MalformedBody, "params: %v", err)
 	}
-	if errs := tool.ValidateParams(value); len(errs) > 0 {
+	if len(errs) > 0 {
 		return nil, nil, &Problem{Slug: problems.InvalidParams, Errors: errs,
 			Detail: fmt.Sprintf("params do not match the schema of %s", tool.Name)}
 	}
@@ -189,14 +189,6 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 		return req, problem(problems.MalformedBody, "params must be a JSON object")
 	}
 	return req, nil
-}
-
-func decodeValue(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
 }
 
 func keyProblem(err error) *Problem {
