@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/idemgate/idemgate/catalog"
@@ -70,15 +71,23 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	return SubmitResult{Op: &snapshot, Created: true}, nil
 }
 
-// pollInterval bounds how long a waiter may miss a change made by another process (on
-// PostgreSQL, LISTEN/NOTIFY usually wakes it sooner).
-const pollInterval = 250 * time.Millisecond
+// A waiter reads its operation again after pollInterval, then after twice that, up to
+// maxPollInterval: that bounds how long it may miss a change made by another process (on
+// PostgreSQL, LISTEN/NOTIFY usually wakes it sooner; changes made in this process wake it at
+// once). Backing off, with jitter, matters under a storm of duplicates: a thousand waiters
+// reading every 250 ms kept SQLite's one connection so busy that the attempt they waited for
+// could not record its outcome before their waits ran out.
+const (
+	pollInterval    = 250 * time.Millisecond
+	maxPollInterval = 2 * time.Second
+)
 
 // Wait returns op once it is terminal, or waits for people (approval, or an UNKNOWN outcome
 // no code can reconcile), or wait has passed, whichever comes first. Changes made in this
 // process wake it at once; those of other replicas through the ledger's listener or polling.
 func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Duration) (*models.Operation, error) {
 	deadline := time.Now().Add(wait)
+	poll := pollInterval
 	for !e.settled(op) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
@@ -96,10 +105,13 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 			unsubscribe()
 			break
 		}
-		timer := time.NewTimer(min(pollInterval, remaining))
+		// ±20 % jitter, so waiters that began together do not read together.
+		jittered := poll*4/5 + time.Duration(rand.Int64N(int64(poll*2/5)+1))
+		timer := time.NewTimer(min(jittered, remaining))
 		select {
 		case <-changed:
 		case <-timer.C:
+			poll = min(poll*2, maxPollInterval)
 		case <-ctx.Done():
 		}
 		timer.Stop()
