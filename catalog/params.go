@@ -154,6 +154,16 @@ func maskAt(v any, tokens []string) {
 	}
 }
 
+// MaskCanonical masks canonical JSON params (fingerprint.Normalize's output, as the ledger
+// stores them). When the tool has nothing to mask they are returned as they are: already
+// compact, in key order, and decoding and encoding them again would change nothing.
+func (t *Tool) MaskCanonical(canonical []byte) ([]byte, error) {
+	if len(t.SensitiveParams) == 0 {
+		return canonical, nil
+	}
+	return t.MaskJSON(canonical)
+}
+
 // MaskJSON masks raw JSON params (see Mask). Numbers keep their spelling; object keys come out
 // sorted and the JSON compact, as encoding/json writes them.
 func (t *Tool) MaskJSON(raw []byte) ([]byte, error) {

@@ -207,6 +207,25 @@ func TestMaskJSON(t *testing.T) {
 	assert.Equal(t, `[1,2]`, string(got))
 }
 
+// TestMaskCanonical: canonical params are masked as MaskJSON masks them, and handed back
+// unchanged by a tool with nothing to mask.
+func TestMaskCanonical(t *testing.T) {
+	t.Parallel()
+	tl := paramsTool(t)
+	canonical := []byte(`{"card":{"number":"4111"},"customer":"ada","note":"n"}`)
+	got, err := tl.MaskCanonical(canonical)
+	require.NoError(t, err)
+	want, err := tl.MaskJSON(canonical)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+	assert.Equal(t, `{"card":{"number":"***"},"customer":"ada","note":"***"}`, string(got))
+
+	plain := &Tool{Name: "plain"}
+	got, err = plain.MaskCanonical(canonical)
+	require.NoError(t, err)
+	assert.Equal(t, string(canonical), string(got))
+}
+
 func TestParsePointer(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -65,11 +65,7 @@ func Render(cat *catalog.Catalog, op *models.Operation) Operation {
 	}
 	if op.Params != nil {
 		if tool, ok := cat.Get(op.Tool); ok {
-			if len(tool.SensitiveParams) == 0 {
-				// Stored params are canonical JSON already: nothing to mask, nothing to
-				// re-encode (on a replay, re-encoding was a tenth of the handler's CPU).
-				out.Params = json.RawMessage(*op.Params)
-			} else if masked, err := tool.MaskJSON([]byte(*op.Params)); err == nil {
+			if masked, err := tool.MaskCanonical([]byte(*op.Params)); err == nil {
 				out.Params = masked
 			}
 		}
