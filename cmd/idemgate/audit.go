@@ -28,17 +28,28 @@ func (env *environment) audit(ctx context.Context, args []string) error {
 	if *file != "" {
 		return env.verifyExport(ctx, *file, *live)
 	}
-	l, closeDB, err := env.openLedger(ctx)
+	_, closeDB, cp, err := env.verifiedChain(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	cp, err := l.VerifyAuditChain(ctx)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(env.stdout, "audit chain ok: %d entries, head %s\n", cp.Seq, cp.Hash)
 	return nil
+}
+
+// verifiedChain opens the ledger and verifies its whole audit chain. The caller closes the
+// ledger; on an error it is already closed.
+func (env *environment) verifiedChain(ctx context.Context) (*models.Ledger, func(), models.AuditCheckpoint, error) {
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return nil, nil, models.AuditCheckpoint{}, err
+	}
+	cp, err := l.VerifyAuditChain(ctx)
+	if err != nil {
+		closeDB()
+		return nil, nil, models.AuditCheckpoint{}, err
+	}
+	return l, closeDB, cp, nil
 }
 
 // verifyExport checks an export file without a database, then, when live, finds its audit
@@ -58,15 +69,11 @@ func (env *environment) verifyExport(ctx context.Context, path string, live bool
 	if !live {
 		return nil
 	}
-	l, closeDB, err := env.openLedger(ctx)
+	l, closeDB, cp, err := env.verifiedChain(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	cp, err := l.VerifyAuditChain(ctx)
-	if err != nil {
-		return err
-	}
 	e, err := l.AuditEntryAt(ctx, v.Entry.Seq)
 	if models.ErrorCode(err) == models.CodeNotFound {
 		return fmt.Errorf("%s: its audit entry %d is not in the ledger's chain", path, v.Entry.Seq)
