@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/client"
-	"github.com/idemgate/idemgate/headers"
+	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

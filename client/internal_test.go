@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

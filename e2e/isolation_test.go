@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

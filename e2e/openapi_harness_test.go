@@ -16,8 +16,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/idemgate/idemgate/apidoc"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/static"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +39,7 @@ const validationHost = "http://gateway"
 
 func newConformance(t *testing.T) *conformance {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(apidoc.JSON())
+	doc, err := openapi3.NewLoader().LoadFromData(static.OpenAPI())
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(t.Context()))
 	doc.Servers = openapi3.Servers{{URL: validationHost}}

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/apidoc"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/idemgate/idemgate/static"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,7 +74,7 @@ func conformService(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 	}
 	doc := c.send(t, g, req{method: http.MethodGet, path: "/openapi.json"})
 	require.Equal(t, http.StatusOK, doc.Status)
-	assert.Equal(t, apidoc.JSON(), doc.Body, "GET /openapi.json serves docs/openapi.json")
+	assert.Equal(t, static.OpenAPI(), doc.Body, "GET /openapi.json serves docs/openapi.json")
 	assert.Equal(t, http.StatusOK, c.send(t, g, req{method: http.MethodGet, path: "/problems", header: html}).Status)
 	assert.Equal(t, http.StatusOK, c.send(t, g, req{method: http.MethodGet, path: "/problems/not-found", header: html}).Status)
 	assert.Equal(t, http.StatusNotFound, c.send(t, g, req{method: http.MethodGet, path: "/problems/nope", header: html}).Status)

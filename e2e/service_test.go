@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers/problems"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/labstack/echo/v4"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 )

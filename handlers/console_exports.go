@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/idemgate/idemgate/export"
+	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 )

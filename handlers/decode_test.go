@@ -12,8 +12,8 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
-	"github.com/idemgate/idemgate/fingerprint"
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

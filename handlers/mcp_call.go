@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
-	"github.com/idemgate/idemgate/fingerprint"
-	"github.com/idemgate/idemgate/headers"
+	"github.com/idemgate/idemgate/handlers/headers"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

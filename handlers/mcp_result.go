@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

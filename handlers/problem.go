@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/labstack/echo/v4"
 )
 
@@ -93,30 +93,16 @@ func errDetail(err error) string {
 	return err.Error()
 }
 
-// problemBody is the JSON of a problem; extension members follow the standard ones.
-type problemBody struct {
-	Type                  string `json:"type"`
-	Title                 string `json:"title"`
-	Status                int    `json:"status"`
-	Detail                string `json:"detail"`
-	OperationID           string `json:"operation_id,omitempty"`
-	State                 string `json:"state,omitempty"`
-	SafeToRetryWithNewKey *bool  `json:"safe_to_retry_with_new_key,omitempty"`
-	Errors                any    `json:"errors,omitempty"`
-}
-
 // body is the problem details object of p, as the API and the MCP server answer it.
-func (p *Problem) body() problemBody {
+func (p *Problem) body() problems.Body {
 	t, ok := problems.Lookup(p.Slug)
 	if !ok {
 		t, _ = problems.Lookup(problems.Internal)
 	}
-	body := problemBody{Type: t.URI(), Title: t.Title, Status: t.Status, Detail: p.Detail, Errors: p.Errors}
+	body := t.New(p.Detail)
+	body.Errors = p.Errors
 	if p.Op != nil {
-		// A problem about an existing operation is never solved by a new key: the agent
-		// must poll the operation it already has.
-		no := false
-		body.OperationID, body.State, body.SafeToRetryWithNewKey = p.Op.ID, string(p.Op.State), &no
+		body = body.AboutOperation(p.Op.ID, string(p.Op.State))
 	}
 	return body
 }

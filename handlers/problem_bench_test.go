@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/labstack/echo/v4"
 )
 

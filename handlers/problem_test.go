@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
 )
 
 // operationJSON is the operation object of SPEC §5. Its shape lives in opview, shared with the

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/idemgate/idemgate/catalog"
-	"github.com/idemgate/idemgate/fingerprint"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/fingerprint"
 )
 
 // CompensationKey is the default operation key of the compensation of operation id.

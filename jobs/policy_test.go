@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 )
 

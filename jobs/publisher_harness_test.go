@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"go.opentelemetry.io/otel/trace"
 )

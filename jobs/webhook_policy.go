@@ -3,7 +3,7 @@ package jobs
 import (
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 )
 
 func eachDialect(b *testing.B, fn func(b *testing.B, d models.Dialect)) {

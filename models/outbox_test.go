@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"

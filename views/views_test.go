@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/static"
 	"github.com/idemgate/idemgate/views"
 )
@@ -44,6 +44,12 @@ func render(t *testing.T, c templ.Component) string {
 		}
 	}
 	return out
+}
+
+// problemView is the view of a problem type as handlers.ProblemPage builds it.
+func problemView(t problems.Type) views.ProblemType {
+	return views.ProblemType{Slug: t.Slug, URI: t.URI(), Status: t.Status, Title: t.Title,
+		Explanation: t.Explanation, WhatToDo: t.WhatToDo, Example: t.Example()}
 }
 
 func attrOf(n *html.Node, name string) string {
@@ -131,7 +137,7 @@ func TestProblemPageForEveryType(t *testing.T) {
 	for _, pt := range problems.All() {
 		t.Run(pt.Slug, func(t *testing.T) {
 			t.Parallel()
-			out := render(t, views.ProblemPage(pt))
+			out := render(t, views.ProblemPage(problemView(pt)))
 			assertDocument(t, out, html.EscapeString(pt.Title)+" · idemgate")
 			assert.NotContains(t, out, `data-testid="main-nav"`, "problem pages are public")
 			assert.Contains(t, out, `data-testid="problem-title">`+html.EscapeString(pt.Title)+"<")
@@ -150,7 +156,7 @@ func TestProblemPageExampleMembers(t *testing.T) {
 	t.Parallel()
 	pt, ok := problems.Lookup(problems.OperationUncertain)
 	require.True(t, ok)
-	out := render(t, views.ProblemPage(pt))
+	out := render(t, views.ProblemPage(problemView(pt)))
 	assert.Contains(t, out, `data-testid="problem-status">409 Conflict<`)
 	assert.Contains(t, out, "&#34;state&#34;: &#34;UNKNOWN&#34;")
 	assert.Contains(t, out, "&#34;safe_to_retry_with_new_key&#34;: false")
@@ -159,7 +165,7 @@ func TestProblemPageExampleMembers(t *testing.T) {
 
 	pt, ok = problems.Lookup(problems.InvalidParams)
 	require.True(t, ok)
-	out = render(t, views.ProblemPage(pt))
+	out = render(t, views.ProblemPage(problemView(pt)))
 	assert.Contains(t, out, "&#34;pointer&#34;: &#34;/subject&#34;")
 	assert.NotContains(t, out, "operation_id&#34;:", "no operation for a request that failed its checks")
 }
@@ -167,7 +173,11 @@ func TestProblemPageExampleMembers(t *testing.T) {
 func TestProblemIndex(t *testing.T) {
 	t.Parallel()
 	all := problems.All()
-	out := render(t, views.ProblemIndex(all))
+	var pages []views.ProblemType
+	for _, pt := range all {
+		pages = append(pages, problemView(pt))
+	}
+	out := render(t, views.ProblemIndex(pages))
 	assertDocument(t, out, "API problem types · idemgate")
 	assert.Contains(t, out, `data-testid="problem-index"`)
 	assert.Equal(t, len(all), strings.Count(out, `data-testid="problem-row"`))

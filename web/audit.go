@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 )

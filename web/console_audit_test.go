@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/internal/consoletest"
-	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

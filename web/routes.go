@@ -4,12 +4,9 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/idemgate/idemgate/apidoc"
 	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/problems"
 	"github.com/idemgate/idemgate/static"
-	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,18 +28,10 @@ func routes(e *echo.Echo, cfg Config) {
 	if cfg.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
 	}
-	e.GET("/problems", func(c echo.Context) error {
-		return render(c, http.StatusOK, views.ProblemIndex(problems.All()))
-	})
-	e.GET("/problems/:slug", func(c echo.Context) error {
-		t, ok := problems.Lookup(c.Param("slug"))
-		if !ok {
-			return echo.ErrNotFound
-		}
-		return render(c, http.StatusOK, views.ProblemPage(t))
-	})
+	e.GET("/problems", handlers.ProblemIndex)
+	e.GET("/problems/:slug", handlers.ProblemPage)
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
-	e.GET("/openapi.json", echo.WrapHandler(apidoc.Handler()))
+	e.GET("/openapi.json", echo.WrapHandler(static.OpenAPIHandler()))
 
 	v1 := e.Group("/v1", authenticate(cfg.Ledger))
 	v1.POST("/operations", api.CreateOperation)

@@ -13,14 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
-	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
+	"github.com/idemgate/idemgate/web/telemetry"
 	"github.com/valyala/fasthttp"
 	"gorm.io/gorm"
 )

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemgate/idemgate/fingerprint"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"

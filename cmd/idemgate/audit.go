@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/idemgate/idemgate/export"
+	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/models"
 )
 

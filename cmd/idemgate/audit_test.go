@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/idemgate/idemgate/export"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/export"
+	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/models"
 )
 

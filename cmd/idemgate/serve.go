@@ -9,15 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/internal/gctune"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
-	"github.com/idemgate/idemgate/sandbox"
-	"github.com/idemgate/idemgate/telemetry"
 	"github.com/idemgate/idemgate/web"
+	"github.com/idemgate/idemgate/web/telemetry"
 	"golang.org/x/sync/errgroup"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/internal/proctest"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

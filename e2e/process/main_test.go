@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/internal/proctest"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/require"
 )
 

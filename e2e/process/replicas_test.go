@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

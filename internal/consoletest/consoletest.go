@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
 	"golang.org/x/net/html"
 )

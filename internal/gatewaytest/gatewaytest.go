@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
 	"github.com/idemgate/idemgate/handlers"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/sandbox"
-	"github.com/idemgate/idemgate/telemetry"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
+	"github.com/idemgate/idemgate/web/telemetry"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )

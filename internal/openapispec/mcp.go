@@ -1,6 +1,6 @@
 package openapispec
 
-import "github.com/idemgate/idemgate/problems"
+import "github.com/idemgate/idemgate/handlers/problems"
 
 // mcpPath describes /mcp: the Model Context Protocol over Streamable HTTP. OpenAPI cannot
 // describe JSON-RPC methods, so the description says what tools/list and tools/call do.

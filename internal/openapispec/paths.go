@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 )
 
 // paths is the paths object: the agent API, then the service endpoints.

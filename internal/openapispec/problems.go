@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 )
 
 // problem is the schema of every problem details object (RFC 9457). Its type is one of the

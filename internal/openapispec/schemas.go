@@ -1,6 +1,6 @@
 package openapispec
 
-import "github.com/idemgate/idemgate/problems"
+import "github.com/idemgate/idemgate/handlers/problems"
 
 // The values of the enumerations the API answers with, as SPEC §5 fixes them. The
 // conformance test (e2e) checks real answers against them.

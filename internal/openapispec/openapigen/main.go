@@ -1,6 +1,6 @@
 // Command openapigen writes the OpenAPI document of the agent API where it is served from
-// (apidoc/openapi.json, embedded) and where people read it (docs/openapi.json). It is run by
-// `go generate ./apidoc` from the apidoc directory.
+// (static/openapi.json, embedded) and where people read it (docs/openapi.json). It is run by
+// `go generate ./static` from the static directory.
 package main
 
 import (

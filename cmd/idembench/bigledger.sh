@@ -4,12 +4,12 @@
 # default 10,000,000, written once by COPY) replays operations picked at random across it.
 # Both are measured one request at a time (pure latency) and at CONCURRENCY (16).
 #
-#   bench/bigledger.sh [postgres-url]    OPERATIONS, CONCURRENCY (16), SECONDS_PER_RUN (20);
+#   cmd/idembench/bigledger.sh [postgres-url]    OPERATIONS, CONCURRENCY (16), SECONDS_PER_RUN (20);
 #                                        KEEP_SCHEMA=name keeps the full ledger there, and reuses it
 #
 # Needs about 700 bytes of disk per operation, and some minutes to write them.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 N=${OPERATIONS:-10000000}
 C=${CONCURRENCY:-16}

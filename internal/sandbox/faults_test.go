@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/internal/sandbox"
 )
 
 const refundBody = `{"order_id":"o-1","amount_cents":500,"currency":"EUR"}`

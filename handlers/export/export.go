@@ -16,9 +16,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/idemgate/idemgate/catalog"
+	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
 )
 
 // Format is an export's file format.

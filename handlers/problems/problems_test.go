@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemgate/idemgate/problems"
+	"github.com/idemgate/idemgate/handlers/problems"
 )
 
 // spec lists every problem type SPEC §5 and the brief name, with the status each is answered with.

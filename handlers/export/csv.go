@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
 )
 
 // csvHeader names the columns: the operation's, then the event's. One row per event.

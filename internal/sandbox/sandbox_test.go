@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/sandbox"
+	"github.com/idemgate/idemgate/internal/sandbox"
 )
 
 // client talks to a sandbox over real HTTP.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
 )
 
 // ndjsonLine is one operation of an NDJSON export: the operation object exactly as the API

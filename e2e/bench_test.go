@@ -1,6 +1,6 @@
-// Package benchmarks_test measures the agent API end to end: the real HTTP stack, executor and
+// The benchmarks here measure the agent API end to end: the real HTTP stack, executor and
 // ledger on each engine, with the sandbox downstream on loopback.
-package benchmarks_test
+package e2e_test
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
-	"github.com/idemgate/idemgate/internal/testdb"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 )
 
 // ticket is the params of every benchmarked tickets.create call.

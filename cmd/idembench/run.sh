@@ -2,7 +2,7 @@
 # Runs the pgbench floor and idembench side by side on the same PostgreSQL, in a throwaway
 # schema, and prints the ratios.
 #
-#   bench/run.sh [postgres-url]   ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10) override;
+#   cmd/idembench/run.sh [postgres-url]   ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10) override;
 #                                 IDEMBENCH names a prebuilt idembench (an earlier commit's)
 #
 # Each round measures the floor and idemgate back to back, new operations then replays, so a
@@ -13,7 +13,7 @@
 # the same scripts with -M prepared, the protocol idemgate's driver uses, are printed beside
 # it as the stricter ceiling. The baseline (downstream alone) and the storm run once.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 SCHEMA=bench_$(date +%s)
 ROUNDS=${ROUNDS:-3}
@@ -32,10 +32,10 @@ else
 	go build -o "$OUT/idembench" ./cmd/idembench
 fi
 IDEMGATE_DATABASE_URL="$SURL" "$OUT/idemgate" migrate >/dev/null
-PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" psql -q "$URL" -f bench/pgbench/setup.sql
+PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" psql -q "$URL" -f cmd/idembench/pgbench/setup.sql
 
 floor() { # script protocol
-	PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" pgbench -n -M "$2" -c "$C" -j 2 -T "$T" -f "bench/pgbench/$1.sql" "$URL" 2>/dev/null |
+	PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" pgbench -n -M "$2" -c "$C" -j 2 -T "$T" -f "cmd/idembench/pgbench/$1.sql" "$URL" 2>/dev/null |
 		awk '/^tps/ {print int($3)}'
 }
 gateway() { # scenarios output

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/export"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/handlers/export"
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/opview"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/telemetry"
+	"github.com/idemgate/idemgate/web/telemetry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -49,7 +49,7 @@ var metricName = regexp.MustCompile(`\bidemgate_[a-z_]+`)
 
 func TestAlertsAndDashboardNameOnlyRealMetrics(t *testing.T) {
 	names := exposed(t)
-	alerts, err := os.ReadFile("../docs/alerts.yml")
+	alerts, err := os.ReadFile("../../docs/alerts.yml")
 	require.NoError(t, err)
 	var rules struct {
 		Groups []struct {
@@ -69,7 +69,7 @@ func TestAlertsAndDashboardNameOnlyRealMetrics(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(exprs), 4, "unresolved, retries exhausted, reconcile failures, ledger unavailable")
 
-	dash, err := os.ReadFile("../docs/grafana-dashboard.json")
+	dash, err := os.ReadFile("../../docs/grafana-dashboard.json")
 	require.NoError(t, err)
 	var d struct {
 		Panels []struct {

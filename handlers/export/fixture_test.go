@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/catalog"
-	"github.com/idemgate/idemgate/internal/testdb"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/require"
 )
 
