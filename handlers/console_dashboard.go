@@ -6,15 +6,10 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
-	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 )
-
-// PendingGrace is how long a PENDING operation may be overdue before the dashboard lists it:
-// the dispatcher polls every fraction of a second, so a minute means no worker is running.
-const PendingGrace = time.Minute
 
 // The series of the dashboard's charts, in stacking order.
 var (
@@ -40,7 +35,7 @@ func (h *Console) Dashboard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.Ledger.Dashboard(c.Request().Context(), v.Scope, Windows(h.Catalog))
+	d, err := h.Ledger.Dashboard(c.Request().Context(), v.Scope, jobs.Windows(h.Catalog))
 	if err != nil {
 		return err
 	}
@@ -62,15 +57,6 @@ func (h *Console) Dashboard(c echo.Context) error {
 	p.Attempts = views.NewChart("chart-attempts", "Attempts by outcome", "attempts", attemptSeries, chartBuckets(d.Attempts))
 	p.Probes = views.NewChart("chart-probes", "Reconciliation probes by outcome", "probes", probeSeries, chartBuckets(d.Probes))
 	return renderPage(c, http.StatusOK, views.Dashboard(p))
-}
-
-// Windows are the catalogue's limits on unresolved states, for the ledger's overdue query.
-func Windows(cat *catalog.Catalog) models.Windows {
-	w := models.Windows{UnknownAfter: map[string]time.Duration{}, UnknownDefault: catalog.DefaultEscalateAfter, PendingGrace: PendingGrace}
-	for _, t := range cat.Tools() {
-		w.UnknownAfter[t.Name] = t.Review.EscalateAfter
-	}
-	return w
 }
 
 func overdueReason(op *models.Operation, now time.Time) string {

@@ -1,5 +1,3 @@
-// Package handlers holds the thin HTTP handlers: the agent JSON API and, later, the console
-// pages. Each binds and validates input, makes one call into models or jobs, and renders.
 package handlers
 
 import (

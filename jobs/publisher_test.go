@@ -296,7 +296,7 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { sqlDB.Close() })
 		require.NoError(t, models.Migrate(ctx, db, d))
-		return models.New(db, d, nil)
+		return models.New(models.Config{DB: db, Dialect: d})
 	}
 	w := newWorld(t, models.Postgres, open().DB(), nil)
 	second := &world{ledger: open(), caller: w.caller}

@@ -50,8 +50,7 @@ func TestAuthenticationIsRememberedBriefly(t *testing.T) {
 // just authenticated (so remembers).
 func rememberedKey(t *testing.T, d models.Dialect, ttl time.Duration) (*models.Ledger, *models.NewKey) {
 	t.Helper()
-	l := testdb.Ledger(t, d)
-	l.CacheKeysFor(ttl)
+	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, KeyCacheTTL: ttl})
 	ctx := context.Background()
 	_, err := l.CreateTenant(ctx, "acme")
 	require.NoError(t, err)
@@ -93,7 +92,7 @@ func TestKeyRevokedElsewhereExpires(t *testing.T) {
 
 		// Another process's revocation: another ledger, whose notification l does not hear
 		// (l runs no listener, as none runs on SQLite).
-		other := models.New(l.DB(), d, nil)
+		other := models.New(models.Config{DB: l.DB(), Dialect: d})
 		_, err := other.RevokeAPIKey(ctx, k.Key.Prefix)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
@@ -109,16 +108,15 @@ func TestKeyRevokedOnAnotherReplica(t *testing.T) {
 	dsn := testdb.DSN(t, models.Postgres)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	open := func() *models.Ledger {
+	open := func(ttl time.Duration) *models.Ledger {
 		db, d, err := models.Open(ctx, dsn)
 		require.NoError(t, err)
 		sqlDB, _ := db.DB()
 		t.Cleanup(func() { sqlDB.Close() })
 		require.NoError(t, models.Migrate(ctx, db, d))
-		return models.New(db, d, nil)
+		return models.New(models.Config{DB: db, Dialect: d, KeyCacheTTL: ttl})
 	}
-	a, b := open(), open()
-	b.CacheKeysFor(time.Hour)
+	a, b := open(0), open(time.Hour)
 	listening := make(chan struct{})
 	go func() {
 		defer close(listening)

@@ -21,23 +21,50 @@ type Ledger struct {
 	changes  *Hub
 	observer Observer
 	tracer   trace.Tracer
-	// payloads renders the operation object of webhook payloads (see RenderWith).
+	// payloads renders the operation object of webhook payloads (see Config.Payloads).
 	payloads PayloadRenderer
-	// keys remembers recent authentications (see Authenticate, CacheKeysFor).
+	// keys remembers recent authentications (see Authenticate, Config.KeyCacheTTL).
 	keys *keyCache
 }
 
-// New returns a ledger over an opened, migrated database. now may be nil (wall clock).
-func New(db *gorm.DB, d Dialect, now func() time.Time) *Ledger {
-	if now == nil {
-		now = time.Now
-	}
-	return &Ledger{db: db, dialect: d, now: now, changes: NewHub(), keys: newKeyCache(DefaultKeyCacheTTL)}
+// Config is what a ledger is built from: an opened, migrated database and what the ledger
+// calls out to. Everything is given here, once: a ledger has no setters, so no caller can use
+// one that is half wired.
+type Config struct {
+	DB      *gorm.DB
+	Dialect Dialect
+	// Now is the ledger's clock (leases, backoff, settle windows, retention); nil means the
+	// wall clock.
+	Now func() time.Time
+	// Payloads renders the operation object of webhook payloads, masked as the API masks it.
+	// A ledger without one refuses (fails the transaction of) any change that a subscription
+	// wants to hear about, rather than commit the change without its notification or with
+	// its params unmasked.
+	Payloads PayloadRenderer
+	// Observer is told of every committed transition (metrics, logs); nil: nobody.
+	Observer Observer
+	// Tracer makes one span per ledger transaction; nil: no spans.
+	Tracer trace.Tracer
+	// KeyCacheTTL is how long an authenticated API key is believed without a database read:
+	// zero means DefaultKeyCacheTTL, a negative value reads the database on every request.
+	KeyCacheTTL time.Duration
 }
 
-// CacheKeysFor sets how long an authenticated API key is believed without a database read
-// (default DefaultKeyCacheTTL; 0 reads the database on every request). Call it before use.
-func (l *Ledger) CacheKeysFor(ttl time.Duration) { l.keys = newKeyCache(ttl) }
+// New returns the ledger cfg describes.
+func New(cfg Config) *Ledger {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ttl := cfg.KeyCacheTTL
+	switch {
+	case ttl == 0:
+		ttl = DefaultKeyCacheTTL
+	case ttl < 0:
+		ttl = 0
+	}
+	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
+		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer}
+}
 
 // DB exposes the handle for readiness checks and tests.
 func (l *Ledger) DB() *gorm.DB { return l.db }
@@ -163,9 +190,6 @@ type Transition struct {
 type Observer interface {
 	Transitioned(Transition)
 }
-
-// Observe sets the ledger's observer. Call it while wiring, before the ledger is used.
-func (l *Ledger) Observe(o Observer) { l.observer = o }
 
 const transitionsKey = "idemgate:transitions"
 

@@ -109,7 +109,7 @@ func TestRetryClaimDue(t *testing.T) {
 		// The same database through a ledger whose clock the test moves: "due" must not
 		// depend on how fast a loaded machine runs the test.
 		now := time.Now().UTC()
-		l := models.New(base.DB(), d, func() time.Time { return now })
+		l := models.New(models.Config{DB: base.DB(), Dialect: d, Now: func() time.Time { return now }})
 		ctx := context.Background()
 		in := newOp(c, "k2")
 		in.Claim = &models.ClaimSpec{Worker: "w1", LeaseFor: time.Hour}

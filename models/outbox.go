@@ -11,7 +11,7 @@ import (
 
 // PayloadRenderer renders the operation object of SPEC §5 for webhook payloads, with the tool's
 // sensitive params masked. The ledger cannot render it alone: the masking rules live in the
-// catalogue, which models does not import, so the wiring hands it one (see RenderWith).
+// catalogue, which models does not import, so the wiring hands it one (Config.Payloads).
 type PayloadRenderer interface {
 	RenderOperation(op *Operation) (json.RawMessage, error)
 }
@@ -23,12 +23,6 @@ type PayloadRendererFunc func(op *Operation) (json.RawMessage, error)
 func (f PayloadRendererFunc) RenderOperation(op *Operation) (json.RawMessage, error) { return f(op) }
 
 var _ PayloadRenderer = PayloadRendererFunc(nil)
-
-// RenderWith sets how webhook payloads render operations. Call it while wiring, before the
-// ledger is used. A ledger without one refuses (fails the transaction of) any change that a
-// subscription wants to hear about, rather than commit the change without its notification
-// or with its params unmasked.
-func (l *Ledger) RenderWith(r PayloadRenderer) { l.payloads = r }
 
 // webhookPayload is the body of every delivery (SPEC §6a).
 type webhookPayload struct {
@@ -57,7 +51,7 @@ type webhookReview struct {
 	Resolution  *string    `json:"resolution"`
 }
 
-// errNoRenderer refuses a change a subscription wants on a ledger wired without RenderWith.
+// errNoRenderer refuses a change a subscription wants on a ledger built without Config.Payloads.
 var errNoRenderer = errors.New("a webhook subscription wants it, but no payload renderer is wired")
 
 // notice is one notification a change announces.

@@ -37,8 +37,7 @@ func webhookSetup(t *testing.T, d models.Dialect, db *gorm.DB) (*models.Ledger, 
 	t.Helper()
 	cat, err := catalog.Load([]byte(webhookTools))
 	require.NoError(t, err)
-	l := models.New(db, d, nil)
-	l.RenderWith(opview.Payloads(cat))
+	l := models.New(models.Config{DB: db, Dialect: d, Payloads: opview.Payloads(cat)})
 	ctx := context.Background()
 	for _, name := range []string{"acme", "other"} {
 		_, err := l.CreateTenant(ctx, name)
@@ -300,7 +299,7 @@ func TestNoRendererRefusesAWantedChange(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		db := testdb.Open(t, d)
 		wired, _, c := webhookSetup(t, d, db)
-		bare := models.New(db, d, nil)
+		bare := models.New(models.Config{DB: db, Dialect: d})
 		ctx := context.Background()
 
 		cl := running(t, bare, c, "nobody listens")

@@ -42,10 +42,6 @@ func TraceIDFrom(ctx context.Context) string {
 	return sc.TraceID().String()
 }
 
-// Trace sets the tracer of the ledger's writes (one span per transaction). Call it while
-// wiring, before the ledger is used; without it writes make no spans.
-func (l *Ledger) Trace(t trace.Tracer) { l.tracer = t }
-
 func (l *Ledger) spanTracer() trace.Tracer {
 	if l.tracer == nil {
 		return noop.NewTracerProvider().Tracer("")

@@ -194,7 +194,7 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 		sqlDB, _ := db.DB()
 		t.Cleanup(func() { sqlDB.Close() })
 		require.NoError(t, models.Migrate(context.Background(), db, d))
-		l = models.New(db, d, nil)
+		l = models.New(models.Config{DB: db, Dialect: d})
 	} else {
 		// SQLite's driver has no tracer: the connection pool GORM sends everything through
 		// is wrapped instead. A Session with a context clones the Statement, so the wrapper
@@ -203,7 +203,7 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 		db := testdb.Open(t, d)
 		counted := db.Session(&gorm.Session{Context: context.Background()})
 		counted.Statement.ConnPool = &countingPool{inner: db.Statement.ConnPool, rec: rec}
-		l = models.New(counted, d, nil)
+		l = models.New(models.Config{DB: counted, Dialect: d})
 	}
 	ctx := context.Background()
 	_, err := l.CreateTenant(ctx, "acme")

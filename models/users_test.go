@@ -72,7 +72,7 @@ func TestLogin(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-		l := models.New(testdb.Open(t, d), d, func() time.Time { return now })
+		l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: func() time.Time { return now }})
 		_, err := l.CreateUser(ctx, models.NewUser{Email: "rita@example.com", Password: goodPassword, Role: models.RoleReviewer})
 		require.NoError(t, err)
 		limits := models.LoginLimits{Window: 15 * time.Minute, PerEmailIP: 2, PerIP: 4, PerEmail: 3}

@@ -1,6 +1,7 @@
-// Package static holds the console's stylesheet and images, embedded in the binary so that the
-// console works offline and under a strict Content-Security-Policy (default-src 'self'): nothing
-// is loaded from a CDN.
+// Package static holds what the gateway serves as files: the console's stylesheet, script and
+// images, and the OpenAPI document of the agent API. They are embedded in the binary, so the
+// console works offline and under a strict Content-Security-Policy (default-src 'self'):
+// nothing is loaded from a CDN.
 //
 // Every file is served at a content-hashed URL, such as /static/app.3f2a9c1d.css, with a
 // cache lifetime of a year. A changed file gets a new URL, so browsers never use a stale copy

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -16,14 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deadDelivery records a ticket that succeeds for tenant, through a ledger wired as serve wires
-// it (the console's own has no payload renderer), and ends its one delivery dead after a
-// refused attempt, as the publisher would once the window closed.
+// deadDelivery records a ticket that succeeds for tenant, through the console's ledger (wired
+// as serve wires it), and ends its one delivery dead after a refused attempt, as the publisher
+// would once the window closed.
 func deadDelivery(t *testing.T, con *consoletest.Console, d models.Dialect, tenant string) models.DeliveryRow {
 	t.Helper()
 	ctx := context.Background()
-	l := models.New(con.Ledger.DB(), d, con.Clock.Now)
-	l.RenderWith(opview.Payloads(con.Catalog))
+	l := con.Ledger
 	s, err := l.Submit(ctx, models.NewOperation{Tenant: tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: "ticket-1",
 		Tool: "tickets.create", Fingerprint: "sha256:01", Params: []byte(`{"subject":"x"}`), Actor: "api:agent",
 		Claim: &models.ClaimSpec{Worker: "w", LeaseFor: time.Minute}})

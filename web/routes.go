@@ -17,7 +17,8 @@ const consoleBodyLimit = "64K"
 
 // routes lists every route of the gateway, in one place.
 func routes(e *echo.Echo, cfg Config) {
-	api := &handlers.API{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Executor: cfg.Executor, Limiter: cfg.Limiter}
+	api := &handlers.API{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Executor: cfg.Executor,
+		Limiter: handlers.NewRateLimiter(cfg.RateLimit, cfg.RateBurst)}
 	if cfg.Metrics != nil {
 		api.Meter = cfg.Metrics
 	}

@@ -25,15 +25,31 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Config is what the server needs.
+// Config is what the server is built from: the gateway's parts, which internal/app builds
+// once for every entry point, and the Settings an operator chooses.
 type Config struct {
 	Ledger   *models.Ledger
 	Catalog  *catalog.Catalog
 	Executor *jobs.Executor
-	Limiter  *handlers.RateLimiter
+	// Metrics, when set, is served at /metrics and counts every request.
+	Metrics *telemetry.Metrics
+	// TracerProvider makes a server span per request (nil: none, though an incoming
+	// traceparent still reaches the attempts the request starts).
+	TracerProvider trace.TracerProvider
+	Log            *slog.Logger
+	// Now is the console's clock (sessions, ages); nil means the wall clock.
+	Now func() time.Time
+	Settings
+}
+
+// Settings are the server's knobs: flags and environment for serve, fixed values in tests.
+type Settings struct {
+	// RateLimit allows each API principal that many requests per second (0: unlimited), in
+	// bursts of RateBurst (default twice the rate, plus one).
+	RateLimit float64
+	RateBurst int
 	// Sandbox, when set, is mounted under /sandbox/ (serve --demo).
 	Sandbox http.Handler
-	Log     *slog.Logger
 
 	// SessionKey signs and encrypts the console's session cookie (IDEMGATE_SESSION_KEY).
 	// Empty: a random key for this process only, so sessions end at restart.
@@ -50,15 +66,8 @@ type Config struct {
 	// client address that failed sign-ins are counted by. Without it both headers are
 	// ignored, because any client could send them.
 	TrustProxy bool
-	// Now is the console's clock (sessions, ages); nil means the wall clock.
-	Now func() time.Time
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
-	// Metrics, when set, is served at /metrics and counts every request.
-	Metrics *telemetry.Metrics
-	// TracerProvider makes a server span per request (nil: none, though an incoming
-	// traceparent still reaches the attempts the request starts).
-	TracerProvider trace.TracerProvider
 }
 
 // withDefaults fills the zero fields of cfg.
@@ -81,6 +90,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = noop.NewTracerProvider()
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = int(cfg.RateLimit*2) + 1
 	}
 	if cfg.LoginLimits == (models.LoginLimits{}) {
 		cfg.LoginLimits = models.DefaultLoginLimits

@@ -13,10 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgate/idemgate/handlers"
-	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gctune"
-	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/web"
@@ -84,7 +82,25 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 		return nil, err
 	}
 	g.dialect, g.db = string(dialect), db
-	ledger := models.New(db, dialect, nil)
+	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream)))
+	if err != nil {
+		return nil, err
+	}
+	// Wired as serve wires it (collector target, metrics, spans), so the figures are those
+	// of production.
+	gctune.Apply(os.Getenv)
+	tracing, stopTracing, err := telemetry.SetupTracing(ctx, "idembench")
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { _ = stopTracing(context.Background()) })
+	gw, err := app.New(ctx, app.Config{DB: db, Dialect: dialect, Catalog: cat, Worker: "idembench",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: tracing,
+		Jobs: app.Jobs{Dispatch: true}, HTTP: &web.Settings{RateLimit: 0}})
+	if err != nil {
+		return nil, err
+	}
+	ledger := gw.Ledger
 	g.tenant = tenant
 	if g.tenant == "" {
 		g.tenant = "bench-" + g.run
@@ -97,41 +113,23 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 		return nil, err
 	}
 	g.key, g.principalID, g.keyID = k.Secret, k.Key.PrincipalID, k.Key.ID
-	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream)))
-	if err != nil {
-		return nil, err
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// Wired as serve wires it (collector target, metrics, spans), so the figures are those
-	// of production.
-	gctune.Apply(os.Getenv)
-	ledger.RenderWith(opview.Payloads(cat))
-	metrics := telemetry.New(cat.Names(), log)
-	ledger.Observe(metrics)
-	tracing, stopTracing, err := telemetry.SetupTracing(ctx, "idembench")
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { _ = stopTracing(context.Background()) })
-	ledger.Trace(tracing.Tracer("github.com/idemgate/idemgate/models"))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "idembench", Meter: metrics, Log: log,
-		TracerProvider: tracing})
 	jctx, stopJobs := context.WithCancel(ctx)
-	go jobs.NewDispatcher(exec, ledger, 100*time.Millisecond, 64, log).Run(jctx)
+	jobsDone := make(chan struct{})
+	go func() { gw.Run(jctx); close(jobsDone) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		stopJobs()
 		return nil, err
 	}
-	srv := &http.Server{Handler: web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec,
-		Limiter: handlers.NewRateLimiter(0, 0), Log: log, Metrics: metrics, TracerProvider: tracing})}
+	srv := &http.Server{Handler: gw.HTTP}
 	go srv.Serve(ln)
 	closers = append(closers, func() {
 		srv.Close()
 		stopJobs()
+		<-jobsDone
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		exec.Shutdown(sctx)
+		gw.Shutdown(sctx)
 	})
 	g.url = "http://" + ln.Addr().String()
 	return g, nil

@@ -8,24 +8,36 @@ import (
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
+	"gorm.io/gorm"
 )
 
-// openLedger opens and migrates the database (every command does, SPEC §9) and returns the
-// ledger with a function that closes it.
-func (env *environment) openLedger(ctx context.Context) (*models.Ledger, func(), error) {
+// openDB opens and migrates the database (every command does, SPEC §9) and returns it with a
+// function that closes it.
+func (env *environment) openDB(ctx context.Context) (*gorm.DB, models.Dialect, func(), error) {
 	db, dialect, err := models.Open(ctx, env.getenv("IDEMGATE_DATABASE_URL"))
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := models.Migrate(ctx, db, dialect); err != nil {
 		sqlDB.Close()
+		return nil, "", nil, err
+	}
+	return db, dialect, func() { sqlDB.Close() }, nil
+}
+
+// openLedger is openDB for the administrative commands, which read and write tenants, keys,
+// users, webhooks and the audit log, and change no operation: their ledger renders no
+// webhook payloads and reports to no metrics.
+func (env *environment) openLedger(ctx context.Context) (*models.Ledger, func(), error) {
+	db, dialect, closeDB, err := env.openDB(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	return models.New(db, dialect, nil), func() { sqlDB.Close() }, nil
+	return models.New(models.Config{DB: db, Dialect: dialect}), closeDB, nil
 }
 
 func (env *environment) migrate(ctx context.Context, args []string) error {

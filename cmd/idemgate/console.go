@@ -3,36 +3,22 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 
 	"github.com/idemgate/idemgate/models"
 )
 
-// sessionKeySetting keeps the generated console session secret when IDEMGATE_SESSION_KEY is
-// unset, so sessions survive restarts and every replica sharing the database agrees on it.
-const sessionKeySetting = "session.key"
-
 // minSessionKeyLen is the shortest session secret accepted: 32 characters.
 const minSessionKeyLen = 32
 
-// sessionKey returns the console's session secret: IDEMGATE_SESSION_KEY, or one generated
-// and kept in the database (SPEC §9), with a warning, since anyone who can read the database
-// can then forge sessions.
-func (env *environment) sessionKey(ctx context.Context, l *models.Ledger, log *slog.Logger) (string, error) {
-	if key := env.getenv("IDEMGATE_SESSION_KEY"); key != "" {
-		if len(key) < minSessionKeyLen {
-			return "", fmt.Errorf("IDEMGATE_SESSION_KEY must have at least %d characters", minSessionKeyLen)
-		}
-		return key, nil
+// sessionKey returns IDEMGATE_SESSION_KEY, checked; empty when it is unset, and the gateway
+// then keeps a generated one in the database (see internal/app).
+func (env *environment) sessionKey() (string, error) {
+	key := env.getenv("IDEMGATE_SESSION_KEY")
+	if key != "" && len(key) < minSessionKeyLen {
+		return "", fmt.Errorf("IDEMGATE_SESSION_KEY must have at least %d characters", minSessionKeyLen)
 	}
-	key, err := l.EnsureSetting(ctx, sessionKeySetting, randomSecret())
-	if err != nil {
-		return "", err
-	}
-	log.Warn("IDEMGATE_SESSION_KEY is not set: using a session key generated and kept in the database; set it in production")
 	return key, nil
 }
 
@@ -62,11 +48,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// randomSecret returns 32 random bytes, url-safe base64 (43 characters).
-func randomSecret() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -53,7 +53,7 @@ func newCLILedger(t *testing.T, d models.Dialect) *cliLedger {
 	sqlDB, _ := db.DB()
 	t.Cleanup(func() { sqlDB.Close() })
 	require.NoError(t, models.Migrate(ctx, db, dialect))
-	c.l = models.New(db, dialect, nil)
+	c.l = models.New(models.Config{DB: db, Dialect: dialect})
 	for i, tenant := range []string{"acme", "globex"} {
 		_, err := c.l.CreateTenant(ctx, tenant)
 		require.NoError(t, err)

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/handlers"
-	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
@@ -55,16 +53,11 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	if err != nil {
 		return err
 	}
-	ledger, closeDB, err := env.openLedger(ctx)
+	db, dialect, closeDB, err := env.openDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	ledger.RenderWith(opview.Payloads(cat)) // webhook payloads show operations as the API does, masked
-
-	metrics := telemetry.New(cat.Names(), log)
-	ledger.Observe(metrics)
-	metrics.WatchLedger(ledger, handlers.Windows(cat))
 	tracing, stopTracing, err := telemetry.SetupTracing(ctx, "idemgate")
 	if err != nil {
 		return err
@@ -77,41 +70,41 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			log.Warn("flushing traces", "err", err)
 		}
 	}()
-	ledger.Trace(tracing.Tracer("github.com/idemgate/idemgate/models"))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: workerName(), LeaseMargin: *leaseMargin,
-		Meter: metrics, Log: log, TracerProvider: tracing})
-	dispatcher := jobs.NewDispatcher(exec, ledger, *poll, 64, log)
-
-	g, gctx := errgroup.WithContext(ctx)
-	recovery := jobs.NewRecovery(exec, jobs.RecoveryConfig{})
-	g.Go(func() error { dispatcher.Run(gctx); return nil })
-	g.Go(func() error { recovery.Run(gctx); return nil })
-	publisher := jobs.NewPublisher(jobs.PublisherConfig{Ledger: ledger, Worker: exec.Worker(), Window: *webhookWindow, Log: log})
-	g.Go(func() error { publisher.Run(gctx); return nil })
-	g.Go(func() error { ledger.Listen(gctx, env.getenv("IDEMGATE_DATABASE_URL"), log); return nil })
+	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
+		Log: log, TracerProvider: tracing, LeaseMargin: *leaseMargin,
+		Jobs: app.Jobs{Dispatch: true, Poll: *poll, Recovery: &jobs.RecoveryConfig{}, Publish: true, WebhookWindow: *webhookWindow}}
 	if withHTTP {
-		cfg := web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(*rateLimit, int(*rateLimit*2)+1), Log: log, Metrics: metrics,
-			TrustProxy: *trustProxy, TracerProvider: tracing}
-		if cfg.SessionKey, err = env.sessionKey(ctx, ledger, log); err != nil {
+		cfg.HTTP = &web.Settings{RateLimit: *rateLimit, TrustProxy: *trustProxy}
+		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
 			return err
 		}
 		if *demo {
-			cfg.Sandbox = sandbox.New()
-			if err := env.setUpDemo(ctx, ledger, baseURL); err != nil {
-				return err
-			}
+			cfg.HTTP.Sandbox = sandbox.New()
 		}
-		e := web.New(cfg)
-		g.Go(func() error { return web.Serve(gctx, e, ln, shutdownGrace) })
-		fmt.Fprintf(env.stdout, "idemgate listening on %s (worker %s, %s ledger)\n", baseURL, exec.Worker(), ledger.Dialect())
+	}
+	gw, err := app.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if withHTTP && *demo {
+		if err := env.setUpDemo(ctx, gw.Ledger, baseURL); err != nil {
+			return err
+		}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { gw.Run(gctx); return nil })
+	if withHTTP {
+		g.Go(func() error { return web.Serve(gctx, gw.HTTP, ln, shutdownGrace) })
+		fmt.Fprintf(env.stdout, "idemgate listening on %s (worker %s, %s ledger)\n", baseURL, gw.Executor.Worker(), dialect)
 	} else {
-		fmt.Fprintf(env.stdout, "idemgate worker %s running (%s ledger)\n", exec.Worker(), ledger.Dialect())
+		fmt.Fprintf(env.stdout, "idemgate worker %s running (%s ledger)\n", gw.Executor.Worker(), dialect)
 	}
 	err = g.Wait()
 	// HTTP has stopped and the dispatcher claims nothing more; let attempts in flight finish.
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	exec.Shutdown(sctx)
+	gw.Shutdown(sctx)
 	return err
 }
 
@@ -162,11 +155,6 @@ Try a refund (run it twice: the second answer is a replay, and the sandbox count
 
 `, baseURL, secret, demoReviewerEmail, password)
 	return nil
-}
-
-func workerName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewAttemptID()[len("att_")+20:])
 }
 
 func newLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Logger {

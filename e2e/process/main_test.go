@@ -179,7 +179,7 @@ func newStackOn(t *testing.T, dsn string, opts stackOptions) *stack {
 	sqlDB, _ := db.DB()
 	sqlDB.SetMaxOpenConns(4)
 	t.Cleanup(func() { sqlDB.Close() })
-	s.ledger = models.New(db, d, nil)
+	s.ledger = models.New(models.Config{DB: db, Dialect: d})
 	s.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(s.client.CloseIdleConnections)
 	return s

@@ -35,7 +35,7 @@ func staleSetup(t *testing.T, d models.Dialect) (*models.Ledger, *clock, *models
 	t.Helper()
 	ctx := context.Background()
 	clk := &clock{now: time.Now().UTC()}
-	l := models.New(testdb.Open(t, d), d, clk.Now)
+	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clk.Now})
 	_, err := l.CreateTenant(ctx, "acme")
 	require.NoError(t, err)
 	k, err := l.CreateAPIKey(ctx, "acme", "agent", nil)

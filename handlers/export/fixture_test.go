@@ -87,7 +87,7 @@ func newFixture(t *testing.T, d models.Dialect) *fixture {
 	cat, err := catalog.Load([]byte(toolsYAML))
 	require.NoError(t, err)
 	clock := &fakeClock{now: t0}
-	l := models.New(testdb.Open(t, d), d, clock.Now)
+	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clock.Now})
 	callers := map[string]*models.Caller{}
 	for _, tenant := range []string{"acme", "globex"} {
 		_, err := l.CreateTenant(ctx, tenant)

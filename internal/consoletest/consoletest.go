@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
@@ -107,8 +108,6 @@ type Console struct {
 func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	t.Helper()
 	clock := &Clock{t: time.Now().UTC().Truncate(time.Second), wall: opts.Downstream, base: time.Now()}
-	ledger := models.New(testdb.Open(t, d), d, clock.Now)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	downstream := "http://127.0.0.1:9"
 	var sb *sandbox.Sandbox
 	if opts.Downstream {
@@ -121,14 +120,27 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	if err != nil {
 		t.Fatalf("consoletest: catalogue: %v", err)
 	}
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Now: clock.Now, Log: log})
-	if opts.Downstream {
-		dispatch(t, exec, ledger, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now,
+		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
+		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
+			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
+			TrustProxy: opts.TrustProxy, ReviewRefresh: opts.ReviewRefresh}})
+	if err != nil {
+		cancel()
+		t.Fatalf("consoletest: %v", err)
 	}
-	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Log: log,
-		SessionKey: "consoletest-session-key-of-at-least-32-characters", Now: clock.Now,
-		SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits, TrustProxy: opts.TrustProxy,
-		ReviewRefresh: opts.ReviewRefresh})
+	done := make(chan struct{})
+	go func() { gw.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		gw.Shutdown(sctx)
+	})
+	ledger, exec, e := gw.Ledger, gw.Executor, gw.HTTP
 	srv := httptest.NewUnstartedServer(e)
 	if opts.TLS {
 		srv.StartTLS()
@@ -137,20 +149,6 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	}
 	t.Cleanup(srv.Close)
 	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Executor: exec, Clock: clock, Sandbox: sb, server: srv}
-}
-
-// dispatch runs a dispatcher with exec until the test ends, then lets running attempts finish.
-func dispatch(t testing.TB, exec *jobs.Executor, ledger *models.Ledger, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 4, log).Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		exec.Shutdown(sctx)
-	})
 }
 
 // Tenant creates tenant unless it exists.

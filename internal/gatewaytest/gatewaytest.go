@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -23,7 +23,6 @@ import (
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
 	"github.com/idemgate/idemgate/web/telemetry"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -140,7 +139,7 @@ type Options struct {
 	RateLimit float64
 	RateBurst int
 	// TracerProvider makes the gateway's spans (default: an SDK provider that exports
-	// nothing); pass one with a tracetest.SpanRecorder to look at them.
+	// nothing, as internal/app makes); pass one with a tracetest.SpanRecorder to look at them.
 	TracerProvider trace.TracerProvider
 }
 
@@ -158,48 +157,36 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	if err != nil {
 		t.Fatalf("gatewaytest: catalogue: %v", err)
 	}
-	ledger := testdb.Ledger(t, d)
 	logTo := opts.LogTo
 	if logTo == nil {
 		logTo = io.Discard
 	}
-	log := slog.New(slog.NewJSONHandler(logTo, nil))
-	metrics := telemetry.New(cat.Names(), log)
-	ledger.Observe(metrics)
-	metrics.WatchLedger(ledger, handlers.Windows(cat))
-	tp := opts.TracerProvider
-	if tp == nil {
-		tp = sdktrace.NewTracerProvider()
-	}
-	ledger.Trace(tp.Tracer("github.com/idemgate/idemgate/models"))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: "test-worker", Meter: metrics, Log: log,
-		TracerProvider: tp})
-	disp := jobs.NewDispatcher(exec, ledger, 20*time.Millisecond, 16, log)
-	rec := jobs.NewRecovery(exec, jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
-		EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond})
-	done := make(chan struct{}, 2)
-	go func() { disp.Run(ctx); done <- struct{}{} }()
+	jobsCfg := app.Jobs{Dispatch: true, Poll: 20 * time.Millisecond, Concurrency: 16}
 	if opts.Recovery {
-		go func() { rec.Run(ctx); done <- struct{}{} }()
-	} else {
-		done <- struct{}{}
+		jobsCfg.Recovery = &jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
+			EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond}
 	}
-	e := web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Limiter: handlers.NewRateLimiter(opts.RateLimit, opts.RateBurst), Log: log, Metrics: metrics,
-		TracerProvider: tp})
-	srv := httptest.NewServer(e)
+	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
+		Log: slog.New(slog.NewJSONHandler(logTo, nil)), TracerProvider: opts.TracerProvider, Jobs: jobsCfg,
+		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst}})
+	if err != nil {
+		t.Fatalf("gatewaytest: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { gw.Run(ctx); close(done) }()
+	srv := httptest.NewServer(gw.HTTP)
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		<-done
-		<-done
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
-		exec.Shutdown(sctx)
+		gw.Shutdown(sctx)
 		sb.ClearFaults()
 		sbSrv.Close()
 	})
-	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: ledger, Sandbox: sb, Catalog: cat, Executor: exec, Metrics: metrics,
-		Client: &http.Client{Timeout: 90 * time.Second}}
+	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: gw.Ledger, Sandbox: sb, Catalog: cat, Executor: gw.Executor,
+		Metrics: gw.Metrics, Client: &http.Client{Timeout: 90 * time.Second}}
 	g.Key = g.NewTenant(t, "acme", "agent", nil)
 	return g
 }

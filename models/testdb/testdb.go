@@ -94,7 +94,7 @@ func Open(t testing.TB, d models.Dialect) *gorm.DB {
 // Ledger returns a ledger over a fresh, migrated database of its own.
 func Ledger(t testing.TB, d models.Dialect) *models.Ledger {
 	t.Helper()
-	return models.New(Open(t, d), d, nil)
+	return models.New(models.Config{DB: Open(t, d), Dialect: d})
 }
 
 // Each runs fn as a subtest on every engine.

@@ -15,7 +15,7 @@ import (
 func consoleLedger(t *testing.T, d models.Dialect) (*models.Ledger, *time.Time) {
 	t.Helper()
 	now := time.Date(2026, 11, 29, 10, 20, 0, 0, time.UTC)
-	l := models.New(testdb.Open(t, d), d, func() time.Time { return now })
+	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: func() time.Time { return now }})
 	for _, name := range []string{"acme", "globex"} {
 		_, err := l.CreateTenant(context.Background(), name)
 		require.NoError(t, err)

@@ -1,0 +1,197 @@
+// Package app builds the gateway: the one constructor that `idemgate serve`, `idemgate
+// worker`, the load command and every test harness call, so that what the tests and the
+// benchmarks run is wired exactly as production is. Every part a piece needs is given to its
+// constructor here; nothing is patched in afterwards.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/web"
+	"github.com/idemgate/idemgate/web/telemetry"
+	"github.com/labstack/echo/v4"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
+)
+
+// Config is what a gateway is built from. DB, Dialect and Catalog are required.
+type Config struct {
+	// DB is an opened, migrated database of engine Dialect.
+	DB      *gorm.DB
+	Dialect models.Dialect
+	// ListenDSN, when set on PostgreSQL, is the URL the ledger listens on for other
+	// replicas' changes and revocations (LISTEN/NOTIFY); empty: no listener, waiters poll.
+	ListenDSN string
+	Catalog   *catalog.Catalog
+	// Worker names this process on leases and timelines (default: host, pid and a random
+	// suffix).
+	Worker string
+	// Log receives the gateway's log lines (default: slog.Default()).
+	Log *slog.Logger
+	// Now is the clock of the ledger, the executor and the console (nil: the wall clock).
+	Now func() time.Time
+	// TracerProvider makes the spans of requests, ledger transactions, attempts and probes
+	// (nil: an SDK provider that exports nothing, so ids and the traceparent sent downstream
+	// are still real).
+	TracerProvider trace.TracerProvider
+	// KeyCacheTTL is how long an authenticated API key is believed (see models.Config).
+	KeyCacheTTL time.Duration
+	// LeaseMargin is added to a tool's timeout to form an attempt's lease
+	// (jobs.DefaultLeaseMargin if zero).
+	LeaseMargin time.Duration
+	// Jobs says which background jobs Run runs.
+	Jobs Jobs
+	// HTTP, when set, builds the HTTP server (the agent API, MCP, the console); nil builds
+	// none (idemgate worker).
+	HTTP *web.Settings
+}
+
+// Jobs says which background jobs run, and how often. The zero value runs none: a harness
+// that wants operations to stay where it put them asks for nothing.
+type Jobs struct {
+	// Dispatch claims due PENDING operations every Poll (default 100 ms) and runs up to
+	// Concurrency (default 64) attempts at once.
+	Dispatch    bool
+	Poll        time.Duration
+	Concurrency int
+	// Recovery, when set, runs the lease reaper, reconciler, escalator and retention sweeps.
+	Recovery *jobs.RecoveryConfig
+	// Publish runs the webhook publisher; WebhookWindow is how long a delivery is retried
+	// (jobs.DefaultWebhookWindow if zero).
+	Publish       bool
+	WebhookWindow time.Duration
+}
+
+// App is a built gateway.
+type App struct {
+	Ledger   *models.Ledger
+	Catalog  *catalog.Catalog
+	Executor *jobs.Executor
+	Metrics  *telemetry.Metrics
+	// HTTP serves the API, MCP and the console; nil without Config.HTTP.
+	HTTP *echo.Echo
+
+	cfg Config
+	log *slog.Logger
+}
+
+// New builds the gateway cfg describes. It starts nothing: Run runs the background jobs,
+// and the caller serves HTTP. It reads the database only for the console's session key
+// when none is configured.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.DB == nil || cfg.Dialect == "" || cfg.Catalog == nil {
+		return nil, errors.New("app: a database, its dialect and a catalogue are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = sdktrace.NewTracerProvider()
+	}
+	if cfg.Worker == "" {
+		cfg.Worker = WorkerName()
+	}
+	cat, log := cfg.Catalog, cfg.Log
+	metrics := telemetry.New(cat.Names(), log)
+	ledger := models.New(models.Config{
+		DB:          cfg.DB,
+		Dialect:     cfg.Dialect,
+		Now:         cfg.Now,
+		Payloads:    opview.Payloads(cat), // webhook payloads show operations as the API does, masked
+		Observer:    metrics,
+		Tracer:      cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/models"),
+		KeyCacheTTL: cfg.KeyCacheTTL,
+	})
+	metrics.WatchLedger(ledger, jobs.Windows(cat))
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: cfg.Worker,
+		LeaseMargin: cfg.LeaseMargin, Meter: metrics, Now: cfg.Now, Log: log, TracerProvider: cfg.TracerProvider})
+	a := &App{Ledger: ledger, Catalog: cat, Executor: exec, Metrics: metrics, cfg: cfg, log: log}
+	if cfg.HTTP != nil {
+		settings := *cfg.HTTP
+		if settings.SessionKey == "" {
+			key, err := keptSessionKey(ctx, ledger, log)
+			if err != nil {
+				return nil, err
+			}
+			settings.SessionKey = key
+		}
+		a.HTTP = web.New(web.Config{Ledger: ledger, Catalog: cat, Executor: exec, Metrics: metrics,
+			TracerProvider: cfg.TracerProvider, Log: log, Now: cfg.Now, Settings: settings})
+	}
+	return a, nil
+}
+
+// sessionKeySetting keeps the generated console session secret when none is configured, so
+// sessions survive restarts and every replica sharing the database agrees on it.
+const sessionKeySetting = "session.key"
+
+// keptSessionKey returns the console's session secret kept in the database, generating it
+// on first use (SPEC §9), with a warning: anyone who can read the database can then forge
+// sessions.
+func keptSessionKey(ctx context.Context, l *models.Ledger, log *slog.Logger) (string, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms (Go 1.24+)
+	key, err := l.EnsureSetting(ctx, sessionKeySetting, base64.RawURLEncoding.EncodeToString(b[:]))
+	if err != nil {
+		return "", fmt.Errorf("app: console session key: %w", err)
+	}
+	log.Warn("IDEMGATE_SESSION_KEY is not set: using a session key generated and kept in the database; set it in production")
+	return key, nil
+}
+
+// Run runs the background jobs of Config.Jobs, and the ledger's listener, until ctx ends.
+// It returns once they have all stopped; attempts they started may still be in flight (see
+// Shutdown).
+func (a *App) Run(ctx context.Context) {
+	j := a.cfg.Jobs
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	if j.Dispatch {
+		poll, n := j.Poll, j.Concurrency
+		if poll <= 0 {
+			poll = 100 * time.Millisecond
+		}
+		if n <= 0 {
+			n = 64
+		}
+		run(jobs.NewDispatcher(a.Executor, a.Ledger, poll, n, a.log).Run)
+	}
+	if j.Recovery != nil {
+		run(jobs.NewRecovery(a.Executor, *j.Recovery).Run)
+	}
+	if j.Publish {
+		run(jobs.NewPublisher(jobs.PublisherConfig{Ledger: a.Ledger, Worker: a.Executor.Worker(),
+			Window: j.WebhookWindow, Now: a.cfg.Now, Log: a.log}).Run)
+	}
+	if a.cfg.ListenDSN != "" {
+		run(func(ctx context.Context) { a.Ledger.Listen(ctx, a.cfg.ListenDSN, a.log) })
+	}
+	wg.Wait()
+}
+
+// Shutdown lets the attempts in flight finish and record their outcomes, until ctx ends.
+// Call it after Run has returned and HTTP has stopped, so that nothing starts new ones.
+func (a *App) Shutdown(ctx context.Context) { a.Executor.Shutdown(ctx) }
+
+// WorkerName is a name for this process that no other replica shares: host, pid and a random
+// suffix (a restarted process on the same host and pid is another worker).
+func WorkerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewAttemptID()[len("att_")+20:])
+}
