@@ -82,12 +82,16 @@ func conformService(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 }
 
 func conformTools(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
-	for _, q := range []string{"", "?format=default", "?format=openai", "?format=anthropic", "?format=mcp"} {
+	for _, q := range []string{"", "?format=default", "?format=openai", "?format=anthropic", "?format=mcp",
+		"?format=openai&strict=true", "?format=openai&api=responses", "?format=openai&api=responses&strict=true",
+		"?format=openai&api=chat_completions&strict=false"} {
 		r := c.send(t, g, req{method: http.MethodGet, path: "/v1/tools" + q, apiKey: g.Key})
 		assert.Equal(t, http.StatusOK, r.Status, "format %q", q)
 	}
 	r := c.send(t, g, req{method: http.MethodGet, path: "/v1/tools?format=xml", apiKey: g.Key, outside: true})
 	requireProblem(t, g, r, http.StatusBadRequest, "unsupported-format")
+	r = c.send(t, g, req{method: http.MethodGet, path: "/v1/tools?format=openai&api=assistants", apiKey: g.Key, outside: true})
+	requireProblem(t, g, r, http.StatusBadRequest, "invalid-query")
 	r = c.send(t, g, req{method: http.MethodGet, path: "/v1/tools", outside: true})
 	requireProblem(t, g, r, http.StatusUnauthorized, "unauthenticated")
 }
@@ -159,8 +163,12 @@ func conformReads(t *testing.T, c *conformance, g *gatewaytest.Gateway, ops conf
 	}
 	requireOp(t, get("/v1/operations/"+ops.created, false), http.StatusOK)
 	requireProblem(t, g, get("/v1/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S", false), http.StatusNotFound, "not-found")
-	requireOp(t, get("/v1/operations?key=oas-create", false), http.StatusOK)
-	requireProblem(t, g, get("/v1/operations?key=nobody-used-this", false), http.StatusNotFound, "not-found")
+	byKey := requireOp(t, get("/v1/operation-keys/oas-create", false), http.StatusOK)
+	requireProblem(t, g, get("/v1/operation-keys/nobody-used-this", false), http.StatusNotFound, "not-found")
+	// SPEC §5's ?key= answers the same, but the document describes only the typed path.
+	h := http.Header{"Authorization": {"Bearer " + g.Key}}
+	assert.Equal(t, byKey, requireOp(t, send(t, g, http.MethodGet, "/v1/operations?key=oas-create", h, nil), http.StatusOK))
+	requireProblem(t, g, send(t, g, http.MethodGet, "/v1/operations?key=nobody-used-this", h, nil), http.StatusNotFound, "not-found")
 	assert.Equal(t, http.StatusOK, get("/v1/operations?workflow_run_id=wf-oas", false).Status)
 	page := get("/v1/operations?limit=1&state=SUCCEEDED", false)
 	require.Equal(t, http.StatusOK, page.Status)
@@ -173,7 +181,8 @@ func conformReads(t *testing.T, c *conformance, g *gatewaytest.Gateway, ops conf
 	assert.NotEmpty(t, events(t, g, g.Key, ops.created))
 	assert.Equal(t, http.StatusOK, get("/v1/operations/"+ops.created+"/events", false).Status)
 	requireProblem(t, g, get("/v1/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S/events", false), http.StatusNotFound, "not-found")
-	for _, path := range []string{"/v1/operations", "/v1/operations/" + ops.created, "/v1/operations/" + ops.created + "/events"} {
+	for _, path := range []string{"/v1/operations", "/v1/operations/" + ops.created, "/v1/operations/" + ops.created + "/events",
+		"/v1/operation-keys/oas-create"} {
 		r := c.send(t, g, req{method: http.MethodGet, path: path, outside: true})
 		requireProblem(t, g, r, http.StatusUnauthorized, "unauthenticated")
 	}
@@ -275,6 +284,7 @@ func conformUnavailable(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 		submitReq(g.Key, "down-1", toolBody("tickets.create", ticketParams), ""),
 		{method: http.MethodGet, path: "/v1/operations"},
 		{method: http.MethodGet, path: "/v1/operations/" + id},
+		{method: http.MethodGet, path: "/v1/operation-keys/down-1"},
 		{method: http.MethodGet, path: "/v1/operations/" + id + "/events"},
 		{method: http.MethodPost, path: "/v1/operations/" + id + "/cancel"},
 		{method: http.MethodPost, path: "/v1/operations/" + id + "/compensate"},

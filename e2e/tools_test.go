@@ -89,7 +89,7 @@ func TestToolDefinitions(t *testing.T) {
 			tools := toolList(t, g, g.Key, "?format=mcp")
 			var names []string
 			for _, tl := range tools {
-				assert.ElementsMatch(t, []string{"name", "description", "inputSchema"}, keysOf(tl))
+				assert.ElementsMatch(t, []string{"name", "description", "inputSchema", "outputSchema", "annotations"}, keysOf(tl))
 				assert.IsType(t, map[string]any{}, tl["inputSchema"])
 				names = append(names, tl["name"].(string))
 			}
@@ -110,6 +110,25 @@ func TestToolDefinitions(t *testing.T) {
 					names = append(names, tl["name"].(string))
 				}
 				assert.ElementsMatch(t, want, names, "format %q", query)
+			}
+		})
+		t.Run("openai strict and responses", func(t *testing.T) {
+			for _, tl := range toolList(t, g, g.Key, "?format=openai&strict=true") {
+				fn := tl["function"].(map[string]any)
+				assert.ElementsMatch(t, []string{"name", "description", "parameters", "strict"}, keysOf(fn))
+				assert.Equal(t, true, fn["strict"], "every test tool can be strict: %s", fn["name"])
+				params := fn["parameters"].(map[string]any)
+				props := params["properties"].(map[string]any)
+				assert.Len(t, params["required"], len(props), "%s: every param required", fn["name"])
+				assert.Equal(t, false, params["additionalProperties"], fn["name"])
+			}
+			for _, tl := range toolList(t, g, g.Key, "?format=openai&api=responses") {
+				assert.ElementsMatch(t, []string{"type", "name", "description", "parameters", "strict"}, keysOf(tl))
+				assert.Equal(t, false, tl["strict"])
+			}
+			for _, q := range []string{"?format=anthropic&strict=true", "?api=responses", "?format=openai&api=assistants",
+				"?format=openai&strict=yes", "?format=mcp&strict=false"} {
+				requireProblem(t, g, g.Do(t, http.MethodGet, "/v1/tools"+q, g.Key, nil, ""), http.StatusBadRequest, "invalid-query")
 			}
 		})
 		t.Run("unsupported format", func(t *testing.T) {

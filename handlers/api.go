@@ -128,6 +128,16 @@ func (a *API) checkCall(caller *models.Caller, name string, params json.RawMessa
 	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
 		params = json.RawMessage("{}")
 	}
+	// A null for an optional param that refuses null means absent (OpenAI's strict mode
+	// sends one for every param it has nothing for): removed before the schema check and the
+	// fingerprint, so {"a": null} and {} are the same request.
+	params, dropped, err := tool.DropAbsentNulls(params)
+	if err == nil && dropped {
+		params, err = fingerprint.Normalize(params)
+	}
+	if err != nil {
+		return nil, nil, problem(problems.MalformedBody, "params: %v", err)
+	}
 	errs, err := tool.CheckCanonical(params)
 	if err != nil {
 		return nil, nil, problem(problems.MalformedBody, "params: %v", err)

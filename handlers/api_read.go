@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -45,14 +46,7 @@ type listJSON struct {
 func (a *API) ListOperations(c echo.Context) error {
 	caller := CallerFrom(c.Request().Context())
 	if c.QueryParams().Has("key") {
-		op, err := a.Ledger.GetByKey(c.Request().Context(), caller.Tenant, c.QueryParam("key"))
-		if err != nil {
-			return err
-		}
-		if !caller.AllowsTool(op.Tool) {
-			return problem(problems.NotFound, "no such operation")
-		}
-		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+		return a.byKey(c, c.QueryParam("key"))
 	}
 	f, err := listFilter(c, caller)
 	if err != nil {
@@ -71,6 +65,36 @@ func (a *API) ListOperations(c echo.Context) error {
 		out.NextCursor = &cur
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// GetOperationByKey handles GET /v1/operation-keys/{key}: the key's operation, as
+// GET /v1/operations?key= answers it, at a path of its own so that a client generated from the
+// OpenAPI document gets an operation from one and a list from the other, each typed.
+func (a *API) GetOperationByKey(c echo.Context) error {
+	key := c.Param("key")
+	if c.Request().URL.RawPath != "" {
+		// The router matched the escaped path, so the value is still escaped ("a%2Fb").
+		k, err := url.PathUnescape(key)
+		if err != nil {
+			return problem(problems.NotFound, "no such operation")
+		}
+		key = k
+	}
+	return a.byKey(c, key)
+}
+
+// byKey answers the caller's operation of key; one of a tool the caller may not use is not
+// found, as a missing one, so nothing leaks.
+func (a *API) byKey(c echo.Context, key string) error {
+	caller := CallerFrom(c.Request().Context())
+	op, err := a.Ledger.GetByKey(c.Request().Context(), caller.Tenant, key)
+	if err != nil {
+		return err
+	}
+	if !caller.AllowsTool(op.Tool) {
+		return problem(problems.NotFound, "no such operation")
+	}
+	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
 }
 
 func listFilter(c echo.Context, caller *models.Caller) (models.ListFilter, error) {
@@ -138,9 +162,44 @@ func (a *API) Tools(c echo.Context) error {
 			mine = append(mine, t)
 		}
 	}
-	out, err := catalog.Definitions(mine, c.QueryParam("format"))
+	f, err := toolsFormat(c)
 	if err != nil {
-		return &Problem{Slug: problems.UnsupportedFormat, Detail: "format must be openai, anthropic or mcp (or absent)", Err: err}
+		return err
+	}
+	if f.Name == catalog.FormatMCP {
+		return c.JSON(http.StatusOK, mcpTools(mine))
+	}
+	out, err := catalog.Definitions(mine, f)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// toolsFormat reads format, api and strict of GET /v1/tools. api (chat_completions or
+// responses) and strict (true or false) belong to format=openai.
+func toolsFormat(c echo.Context) (catalog.Format, error) {
+	f := catalog.Format{Name: c.QueryParam("format"), API: c.QueryParam("api")}
+	switch f.Name {
+	case catalog.FormatDefault, "default", catalog.FormatOpenAI, catalog.FormatAnthropic, catalog.FormatMCP:
+	default:
+		return f, problem(problems.UnsupportedFormat, "format must be openai, anthropic or mcp (or absent)")
+	}
+	q := c.QueryParams()
+	if f.Name != catalog.FormatOpenAI && (q.Has("api") || q.Has("strict")) {
+		return f, problem(problems.InvalidQuery, "api and strict apply to format=openai only")
+	}
+	switch f.API {
+	case "", catalog.OpenAIChatCompletions, catalog.OpenAIResponses:
+	default:
+		return f, problem(problems.InvalidQuery, "api must be %s or %s", catalog.OpenAIChatCompletions, catalog.OpenAIResponses)
+	}
+	switch q.Get("strict") {
+	case "", "false":
+	case "true":
+		f.Strict = true
+	default:
+		return f, problem(problems.InvalidQuery, "strict must be true or false")
+	}
+	return f, nil
 }

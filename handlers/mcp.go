@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,7 +12,7 @@ import (
 // in the call's _meta or as the operation_key argument that every state-changing tool's
 // schema carries; the other members are optional and only read from _meta.
 const (
-	MCPKeyArgument   = "operation_key"
+	MCPKeyArgument   = catalog.ReservedParam
 	MCPMetaKey       = "idemgate/key"
 	MCPMetaWait      = "idemgate/wait"            // seconds, 0 to 60, as Prefer: wait=N
 	MCPMetaRunID     = "idemgate/workflow_run_id" // as workflow_run_id of POST /v1/operations
@@ -81,63 +79,4 @@ func (m *MCP) server(r *http.Request) *mcp.Server {
 		}
 	}
 	return s
-}
-
-// needsKey reports whether calls of t must name their operation: every tool that changes
-// something. A read may omit the key; the gateway then records it under a key of its own.
-func needsKey(t *catalog.Tool) bool { return t.Effect != catalog.EffectRead }
-
-// mcpTool describes t for tools/list: its dotted name (MCP allows dots), description and
-// params schema, to which a state-changing tool adds the required operation_key.
-func mcpTool(t *catalog.Tool) *mcp.Tool {
-	return &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		InputSchema: inputSchema(t),
-		Annotations: &mcp.ToolAnnotations{
-			ReadOnlyHint: t.Effect == catalog.EffectRead,
-			// Repeating a call with the same arguments, operation_key included, replays the
-			// recorded outcome: idemgate makes every tool idempotent per key.
-			IdempotentHint: true,
-		},
-	}
-}
-
-// inputSchema is t's params schema with the operation_key property added when the tool
-// changes something. The catalogue's schema is shared, so it is copied, never modified.
-func inputSchema(t *catalog.Tool) map[string]any {
-	schema := maps.Clone(t.ParamsSchemaRaw)
-	if schema == nil {
-		schema = map[string]any{"type": "object"}
-	}
-	props := map[string]any{}
-	if p, ok := schema["properties"].(map[string]any); ok {
-		props = maps.Clone(p)
-	}
-	props[MCPKeyArgument] = map[string]any{
-		"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$",
-		"description": "Names this logical action, stable across retries and restarts " +
-			"(e.g. \"workflow-8472:create-ticket\"). Calling again with the same key returns the " +
-			"recorded outcome; never use a new key for an action whose outcome is unclear.",
-	}
-	schema["properties"] = props
-	if needsKey(t) {
-		schema["required"] = requiredWith(schema["required"], MCPKeyArgument)
-	}
-	return schema
-}
-
-// requiredWith returns a new "required" list: the names of list (as decoded from the tools
-// file, or built in Go) followed by name.
-func requiredWith(list any, name string) []any {
-	var out []any
-	switch l := list.(type) {
-	case []any:
-		out = slices.Clone(l)
-	case []string:
-		for _, s := range l {
-			out = append(out, s)
-		}
-	}
-	return append(out, name)
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const mcpTools = `
+const mcpToolsYAML = `
 tools:
   - name: orders.lookup
     description: Look up an order
@@ -39,7 +40,7 @@ tools:
 
 func mcpCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	cat, err := catalog.Load([]byte(mcpTools))
+	cat, err := catalog.Load([]byte(mcpToolsYAML))
 	require.NoError(t, err)
 	return cat
 }
@@ -97,6 +98,7 @@ func TestReadMCPCall(t *testing.T) {
 		{name: "no key on a write", tool: write, args: `{"subject":"s"}`, slug: problems.IdempotencyKeyMissing},
 		{name: "empty key", tool: write, meta: mcp.Meta{MCPMetaKey: ""}, slug: problems.IdempotencyKeyInvalid},
 		{name: "key too long", tool: write, meta: mcp.Meta{MCPMetaKey: strings.Repeat("k", 256)}, slug: problems.IdempotencyKeyInvalid},
+		{name: "non-ASCII key", tool: write, args: `{"operation_key":"caf\u00e9"}`, slug: problems.IdempotencyKeyInvalid},
 		{name: "key not a string", tool: write, meta: mcp.Meta{MCPMetaKey: 7.0}, slug: problems.IdempotencyKeyInvalid},
 		{name: "argument key not a string", tool: write, args: `{"operation_key":7}`, slug: problems.IdempotencyKeyInvalid},
 		{name: "arguments not an object", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, args: `[1]`, slug: problems.MalformedBody},
@@ -138,3 +140,26 @@ func TestReadMCPCall(t *testing.T) {
 		assert.Equal(t, "create", c.req.StepID)
 	})
 }
+
+// TestOutputSchema: every $ref of the MCP output schema resolves inside it, and it names the
+// operation and the problem details object of the OpenAPI document.
+func TestOutputSchema(t *testing.T) {
+	t.Parallel()
+	s := mcpOutputSchema()
+	assert.Equal(t, "object", s["type"])
+	defs := s["$defs"].(map[string]any)
+	assert.Contains(t, defs, "Operation")
+	assert.Contains(t, defs, "Problem")
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "#/components/", "every $ref points into $defs")
+	for _, m := range refPattern.FindAllStringSubmatch(string(b), -1) {
+		assert.Contains(t, defs, m[1], "$ref %s resolves", m[0])
+	}
+	cat := mcpCatalog(t)
+	for _, tl := range cat.Tools() {
+		assert.Equal(t, s, mcpTool(tl).OutputSchema, tl.Name)
+	}
+}
+
+var refPattern = regexp.MustCompile(`"#/\$defs/([A-Za-z]+)"`)

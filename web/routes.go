@@ -37,6 +37,7 @@ func routes(e *echo.Echo, cfg Config) {
 	v1 := e.Group("/v1", authenticate(cfg.Ledger))
 	v1.POST("/operations", api.CreateOperation)
 	v1.GET("/operations", api.ListOperations)
+	v1.GET("/operation-keys/:key", api.GetOperationByKey)
 	v1.GET("/operations/:id", api.GetOperation)
 	v1.GET("/operations/:id/events", api.Events)
 	v1.POST("/operations/:id/cancel", api.Cancel)

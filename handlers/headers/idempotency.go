@@ -70,7 +70,9 @@ func parseSFString(v string) (string, error) {
 	for i := 1; i < len(v); i++ {
 		c := v[i]
 		switch {
-		case c < 0x20 || c > 0x7E:
+		case c >= 0x80:
+			return "", nonASCII("quoted key", i+1)
+		case c < 0x20 || c == 0x7F:
 			return "", invalid("the quoted key contains the non-printable byte 0x%02X at position %d", c, i+1)
 		case c == '\\':
 			if i+1 >= len(v) || (v[i+1] != '"' && v[i+1] != '\\') {
@@ -121,11 +123,21 @@ func checkKey(key, what string) error {
 		return invalid("the %s is %d characters long; at most %d are allowed", what, len(key), MaxKeyLen)
 	}
 	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c > 0x7E {
+		switch c := key[i]; {
+		case c >= 0x80:
+			return nonASCII(what, i+1)
+		case c < 0x20 || c == 0x7F:
 			return invalid("the %s contains the non-printable byte 0x%02X at position %d; only printable ASCII is allowed", what, c, i+1)
 		}
 	}
 	return nil
+}
+
+// nonASCII is the error for a key with a byte of 0x80 or more at (1-based) byte position pos:
+// a letter such as "é" (UTF-8) or a byte of another encoding, either way not ASCII. The key is
+// caller-supplied, so the character is not quoted.
+func nonASCII(what string, pos int) error {
+	return invalid("the %s contains a non-ASCII character at byte %d; only printable ASCII (0x20 to 0x7E) is allowed", what, pos)
 }
 
 // keyError is an ErrKeyInvalid with a detail.

@@ -166,3 +166,20 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 		}
 	})
 }
+
+// TestNonASCIIKeyDetail: a key with a letter outside ASCII is refused for being non-ASCII, not
+// as "non-printable" (é is printable); a control character still is non-printable.
+func TestNonASCIIKeyDetail(t *testing.T) {
+	for _, v := range [][]string{{"café"}, {`"café"`}, {"caf\xe9"}} {
+		_, err := ParseIdempotencyKey(v)
+		if err == nil || !strings.Contains(err.Error(), "non-ASCII character at byte") || strings.Contains(err.Error(), "non-printable") {
+			t.Errorf("ParseIdempotencyKey(%q): err = %v, want a non-ASCII detail", v, err)
+		}
+	}
+	if err := CheckKey("naïve"); err == nil || !strings.Contains(err.Error(), "non-ASCII") || !errors.Is(err, ErrKeyInvalid) {
+		t.Errorf("CheckKey: err = %v, want a non-ASCII ErrKeyInvalid", err)
+	}
+	if err := CheckKey("a\x7f"); err == nil || !strings.Contains(err.Error(), "non-printable byte 0x7F") {
+		t.Errorf("CheckKey(DEL): err = %v, want non-printable", err)
+	}
+}

@@ -141,6 +141,8 @@ type Options struct {
 	// TracerProvider makes the gateway's spans (default: an SDK provider that exports
 	// nothing, as internal/app makes); pass one with a tracetest.SpanRecorder to look at them.
 	TracerProvider trace.TracerProvider
+	// Tools is the tools file, {{SANDBOX}} standing for the sandbox's URL (default: Tools).
+	Tools string
 }
 
 // Start runs a gateway on engine d until the test ends: the API, the executor and the
@@ -153,7 +155,11 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	sb := sandbox.New()
 	sbSrv := httptest.NewServer(sb)
-	cat, err := catalog.Load([]byte(strings.ReplaceAll(Tools, "{{SANDBOX}}", sbSrv.URL)))
+	tools := opts.Tools
+	if tools == "" {
+		tools = Tools
+	}
+	cat, err := catalog.Load([]byte(strings.ReplaceAll(tools, "{{SANDBOX}}", sbSrv.URL)))
 	if err != nil {
 		t.Fatalf("gatewaytest: catalogue: %v", err)
 	}

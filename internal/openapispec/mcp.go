@@ -18,7 +18,8 @@ func mcpPath() obj {
 	return o(
 		"post", o("operationId", "mcp", "tags", list("mcp"), "summary", "Model Context Protocol (Streamable HTTP, stateless)",
 			"description", "Authenticated with the same API keys. `tools/list` gives the key's tools (dotted names); every "+
-				"state-changing tool's `inputSchema` adds a required `operation_key` string. `tools/call` runs through the "+
+				"state-changing tool's `inputSchema` adds a required `operation_key` string (a read's takes it too, optional), "+
+				"and every tool's `outputSchema` describes its structured content. `GET /v1/tools?format=mcp` answers the same list. `tools/call` runs through the "+
 				"same ledger and checks as `POST /v1/operations`, under the key from `_meta` `idemgate/key` or the "+
 				"`operation_key` argument (`_meta` may also carry `idemgate/wait` in seconds, `idemgate/workflow_run_id` "+
 				"and `idemgate/step_id`). Its structured content is the operation object; a call with the same key returns "+
@@ -37,8 +38,11 @@ func mcpPath() obj {
 				code(415), plain("`Content-Type` is not `application/json`."),
 			)),
 		"get", o("operationId", "mcpStream", "tags", list("mcp"), "summary", "Not offered (stateless server)",
+			"description", "The standalone server-to-client event stream of Streamable HTTP. This server keeps no "+
+				"sessions and sends nothing unasked, so it refuses the request; MCP clients then carry on with POST.",
 			"responses", refusals(code(405), notAllowed)),
 		"delete", o("operationId", "mcpEndSession", "tags", list("mcp"), "summary", "Not offered (stateless server)",
+			"description", "Ending a Streamable HTTP session. This server keeps no sessions, so there is none to end.",
 			"responses", refusals(code(405), notAllowed)),
 	)
 }

@@ -13,6 +13,7 @@ func paths() obj {
 	id := list(param("OperationID"))
 	return o(
 		"/v1/operations", o("post", createOperation(), "get", listOperations()),
+		"/v1/operation-keys/{key}", o("parameters", list(param("OperationKey")), "get", getOperationByKey()),
 		"/v1/operations/{id}", o("parameters", id, "get", getOperation()),
 		"/v1/operations/{id}/events", o("parameters", id, "get", listEvents()),
 		"/v1/operations/{id}/cancel", o("parameters", id, "post", cancelOperation()),
@@ -29,7 +30,7 @@ func paths() obj {
 		"/metrics", o("get", service("metrics", "Prometheus metrics", "The Prometheus text exposition format.",
 			code(200), o("description", "Metrics.", "content", o("text/plain", o("schema", o("type", "string")))))),
 		"/openapi.json", o("get", service("openapi", "This document", "The OpenAPI 3.1 document of this API.",
-			code(200), jsonResponse("The document.", o("type", "object"), nil))),
+			code(200), jsonResponse("The document.", freeObject, nil))),
 		"/problems", o("get", service("problemIndex", "Problem types", "A page listing every problem type.",
 			code(200), html("The page."))),
 		"/problems/{slug}", o("parameters", list(o("name", "slug", "in", "path", "required", true, "schema", o("type", "string"))),
@@ -112,11 +113,12 @@ func listOperations() obj {
 		return o("name", name, "in", "query", "required", false, "description", description, "schema", schema)
 	}
 	return o("operationId", "listOperations", "tags", list("operations"),
-		"summary", "Find the operation of a key, or list operations",
-		"description", "With `key`, answers that key's operation (or 404): how an agent resumes after a restart, asking the "+
-			"ledger rather than its own memory. Without, a page of operations, newest first.",
+		"summary", "List operations",
+		"description", "A page of the operations the key may see, newest first, filtered. SPEC §5 also has "+
+			"`GET /v1/operations?key=K`, which answers that key's operation (or 404) instead of a page; the gateway "+
+			"serves it, but this document describes the same look-up as `GET /v1/operation-keys/{key}`, so that "+
+			"each path answers one type and generated clients need no cast.",
 		"parameters", list(
-			filter("key", "The operation key to look up; the other filters are then ignored.", o("type", "string")),
 			filter("state", "Only operations in this state.", schemaRef("OperationState")),
 			filter("tool", "Only operations of this tool.", o("type", "string")),
 			filter("workflow_run_id", "Only operations of this workflow run.", o("type", "string")),
@@ -124,15 +126,27 @@ func listOperations() obj {
 			filter("cursor", "`next_cursor` of the previous page.", o("type", "string")),
 		),
 		"responses", authenticated(
-			code(200), jsonResponse("The key's operation (with `key`), or a page of operations.",
-				o("oneOf", list(schemaRef("Operation"), schemaRef("OperationList"))), nil),
+			code(200), jsonResponse("A page of operations.", schemaRef("OperationList"), nil),
 			code(400), problemResponse(nil, problems.InvalidQuery),
+		))
+}
+
+func getOperationByKey() obj {
+	return o("operationId", "getOperationByKey", "tags", list("operations"),
+		"summary", "Find the operation of a key",
+		"description", "How an agent resumes after a restart: it asks the ledger, not its own memory, what became of "+
+			"the action it named with this key. Answers as `GET /v1/operations?key=K` does. A key the tenant never "+
+			"used, or used for a tool this API key may not use, is not found.",
+		"responses", authenticated(
+			code(200), opResponse("The key's operation.", nil),
 			code(404), problemResponse(nil, problems.NotFound),
 		))
 }
 
 func getOperation() obj {
 	return o("operationId", "getOperation", "tags", list("operations"), "summary", "Read an operation",
+		"description", "The operation object: state, result or error, attempts, review and links. Another tenant's "+
+			"operation, or one of a tool this API key may not use, is not found, exactly as a missing one.",
 		"responses", authenticated(
 			code(200), opResponse("The operation.", nil),
 			code(404), problemResponse(nil, problems.NotFound),
@@ -141,6 +155,8 @@ func getOperation() obj {
 
 func listEvents() obj {
 	return o("operationId", "listEvents", "tags", list("operations"), "summary", "Read an operation's timeline",
+		"description", "Every event of the operation, in the order it happened: creation, state changes, attempts, "+
+			"retries, reconciliation, escalation, review actions and compensation links.",
 		"responses", authenticated(
 			code(200), jsonResponse("The events, in order.", schemaRef("EventList"), nil),
 			code(404), problemResponse(nil, problems.NotFound),
@@ -158,17 +174,32 @@ func cancelOperation() obj {
 }
 
 func listTools() obj {
+	query := func(name, description string, schema obj) obj {
+		return o("name", name, "in", "query", "required", false, "description", description, "schema", schema)
+	}
 	return o("operationId", "listTools", "tags", list("tools"), "summary", "The tools this key may use",
-		"description", "In idemgate's own format, or as function-calling definitions an agent framework loads directly. "+
+		"description", "In idemgate's own format, or as tool definitions an agent framework loads as they are. "+
 			"Where a format forbids dots in names (OpenAI, Anthropic) each `.` is written `__`; `POST /v1/operations` "+
-			"accepts either spelling.",
-		"parameters", list(o("name", "format", "in", "query", "required", false, "description", "Absent for idemgate's own format.",
-			"schema", o("type", "string", "enum", list("default", "openai", "anthropic", "mcp")))),
+			"accepts either spelling. `format=mcp` is exactly what the MCP endpoint's `tools/list` says, `operation_key` "+
+			"argument, annotations and output schema included.\n\n"+
+			"For OpenAI, `api` chooses the shape and `strict` the strict-mode schemas. With `strict=true` every param "+
+			"is required, and each optional one also accepts null, which the gateway reads as absent: the same "+
+			"fingerprint as leaving it out. A tool whose schema strict mode cannot express is given as written, "+
+			"with `strict: false`.",
+		"parameters", list(
+			query("format", "Absent for idemgate's own format.", o("type", "string", "enum", list("default", "openai", "anthropic", "mcp"))),
+			query("api", "`format=openai` only: `chat_completions` (the default) nests each function as Chat Completions "+
+				"takes it; `responses` gives the Responses API's flat `{type, name, description, parameters, strict}`.",
+				o("type", "string", "enum", list("chat_completions", "responses"))),
+			query("strict", "`format=openai` only: `true` for strict-mode schemas, with `strict` set on each tool.",
+				o("type", "string", "enum", list("true", "false"))),
+		),
 		"responses", authenticated(
 			code(200), jsonResponse("The tools, in the format asked for.", o("anyOf", list(schemaRef("ToolList"),
-				schemaRef("OpenAIToolList"), schemaRef("AnthropicToolList"), schemaRef("MCPToolList")),
+				schemaRef("OpenAIToolList"), schemaRef("OpenAIResponsesToolList"), schemaRef("AnthropicToolList"),
+				schemaRef("MCPToolList")),
 				"description", "anyOf, not oneOf: an empty list is valid in every format."), nil),
-			code(400), problemResponse(nil, problems.UnsupportedFormat),
+			code(400), problemResponse(nil, problems.UnsupportedFormat, problems.InvalidQuery),
 		))
 }
 

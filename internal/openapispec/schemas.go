@@ -22,9 +22,22 @@ var operationProblems = []string{
 
 const dateTime = "date-time"
 
-// anyJSON allows any JSON value. It spells out every type rather than being {}: validators
-// that apply OpenAPI 3.0 rules to 3.1 documents (kin-openapi, for one) refuse null for {}.
-var anyJSON = o("type", list("object", "array", "string", "number", "boolean", "null"))
+// anyJSON allows any JSON value: a $ref to JSONValue, which generators type as unknown
+// (openapi-typescript), never as an empty object. A list of types would need "items" for
+// "array" (Spectral's array-items), and a recursive union is a circular type to TypeScript.
+var anyJSON = schemaRef("JSONValue")
+
+// jsonValue is components.schemas.JSONValue: anything, spelled "null, or not null" rather than
+// {} because kin-openapi validates schemas that use $ref by OpenAPI 3.0's rules, under which
+// {} refuses null; and not as anyOf [null, {}], which Redocly calls illogical.
+func jsonValue() obj {
+	return o("description", "Any JSON value: an object, array, string, number, boolean or null.",
+		"anyOf", list(o("type", "null"), o("not", o("type", "null"))))
+}
+
+// freeObject is a JSON object with any members; additionalProperties is spelled out so that
+// generators give an open object (openapi-typescript: { [key: string]: unknown }), not {}.
+var freeObject = o("type", "object", "additionalProperties", schemaRef("JSONValue"))
 
 // schemas is components.schemas.
 func schemas() obj {
@@ -63,10 +76,12 @@ func schemas() obj {
 		"ToolDefinition", toolDefinition(),
 		"OpenAIToolList", toolList("OpenAITool"),
 		"OpenAITool", openAITool(),
+		"OpenAIResponsesToolList", toolList("OpenAIResponsesTool"),
+		"OpenAIResponsesTool", openAIResponsesTool(),
 		"AnthropicToolList", toolList("AnthropicTool"),
 		"AnthropicTool", namedSchemaTool("input_schema", "The Anthropic tool-use format; each `.` of the name is written `__`."),
 		"MCPToolList", toolList("MCPTool"),
-		"MCPTool", namedSchemaTool("inputSchema", "The Model Context Protocol `tools/list` format; names keep their dots."),
+		"MCPTool", mcpTool(),
 		"Problem", problem(),
 		"ParamError", o("type", "object", "additionalProperties", false, "required", list("pointer", "message"),
 			"properties", o(
@@ -80,7 +95,9 @@ func schemas() obj {
 				"status", o("type", "string", "enum", list("ready", "unavailable")),
 				"reason", o("type", "string"),
 			)),
-		"JSONRPCMessage", o("type", "object", "required", list("jsonrpc"),
+		"JSONValue", jsonValue(),
+		"JSONSchema", jsonSchema(),
+		"JSONRPCMessage", o("type", "object", "required", list("jsonrpc"), "additionalProperties", true,
 			"description", "A JSON-RPC 2.0 message of the Model Context Protocol.",
 			"properties", o("jsonrpc", o("type", "string", "enum", list("2.0")))),
 	)
@@ -90,8 +107,9 @@ func operationRequest() obj {
 	return o("type", "object", "additionalProperties", false, "required", list("tool"),
 		"properties", o(
 			"tool", text("The tool's name, dotted (`tickets.create`) or with `__` for each dot (`tickets__create`)."),
-			"params", o("type", list("object", "null"),
-				"description", "The tool's params; they must match its `params_schema`. Absent or null means `{}`."),
+			"params", nullableObject("The tool's params; they must match its `params_schema`. Absent or null means `{}`. "+
+				"A null for a param the schema does not require, where its schema refuses null, means the param is absent: "+
+				"`{\"priority\": null}` is `{}` (OpenAI's strict mode sends such nulls)."),
 			"workflow_run_id", o("type", "string", "maxLength", 255,
 				"description", "Groups the operations of one workflow run (console page `/workflows/{id}`)."),
 			"step_id", o("type", "string", "maxLength", 255, "description", "Names the step of the workflow run."),
@@ -115,8 +133,7 @@ func operation() obj {
 			"state", schemaRef("OperationState"),
 			"fingerprint", o("type", "string", "pattern", "^sha256:[0-9a-f]{64}$",
 				"description", "SHA-256 of the JCS canonical JSON of {\"tool\", \"params\"}."),
-			"params", o("type", list("object", "null"),
-				"description", "The params, with sensitive params shown as `\"***\"`; null once retention has dropped them."),
+			"params", nullableObject("The params, with sensitive params shown as `\"***\"`; null once retention has dropped them."),
 			"result", anyJSON.with("description", "The downstream's 2xx body once SUCCEEDED; null before and after retention."),
 			"error", nullable(schemaRef("OperationError")),
 			"downstream_ref", o("type", list("string", "null"), "description", "The downstream's id of what it made (`result_reference`)."),
@@ -162,8 +179,22 @@ func toolList(item string) obj {
 		"properties", o("tools", o("type", "array", "items", schemaRef(item), "description", "Only the tools the API key may use.")))
 }
 
-// jsonSchema is a JSON Schema 2020-12 document, as a tool's params schema is.
-var jsonSchema = o("type", "object", "description", "A JSON Schema (2020-12) of the tool's params.")
+// jsonSchema is a JSON Schema 2020-12 document of an object, as a tool's params schema is;
+// spelled so that generated types take it where the providers' SDKs want a schema of an object.
+func jsonSchema() obj {
+	return o("type", "object", "description", "A JSON Schema (2020-12) of the tool's params: an object schema.",
+		"required", list("type"), "additionalProperties", schemaRef("JSONValue"),
+		"properties", o(
+			"type", o("type", "string", "const", "object"),
+			"properties", freeObject,
+			"required", o("type", "array", "items", o("type", "string")),
+		))
+}
+
+// nullableObject is a JSON object with any members, or null.
+func nullableObject(description string) obj {
+	return o("type", list("object", "null"), "additionalProperties", schemaRef("JSONValue"), "description", description)
+}
 
 func toolDefinition() obj {
 	return o("type", "object", "additionalProperties", false,
@@ -172,32 +203,67 @@ func toolDefinition() obj {
 			"name", o("type", "string", "pattern", "^[a-z0-9][a-z0-9_.-]{0,63}$"),
 			"description", o("type", "string"),
 			"effect", o("type", "string", "enum", list("read", "idempotent", "write")),
-			"params_schema", jsonSchema,
+			"params_schema", schemaRef("JSONSchema"),
 			"requires_approval", o("type", "boolean"),
 		))
 }
 
+var functionName = o("type", "string", "pattern", "^[a-zA-Z0-9_-]{1,64}$",
+	"description", "The tool's name with each `.` written `__`.")
+
 func openAITool() obj {
 	return o("type", "object", "additionalProperties", false, "required", list("type", "function"),
-		"description", "The OpenAI function-calling format; each `.` of the name is written `__`.",
+		"description", "The OpenAI Chat Completions function-calling format (`api=chat_completions`, the default).",
 		"properties", o(
-			"type", o("type", "string", "enum", list("function")),
+			"type", o("type", "string", "const", "function"),
 			"function", o("type", "object", "additionalProperties", false, "required", list("name", "description", "parameters"),
 				"properties", o(
-					"name", o("type", "string", "pattern", "^[a-zA-Z0-9_-]{1,64}$"),
+					"name", functionName,
 					"description", o("type", "string"),
-					"parameters", jsonSchema,
+					"parameters", schemaRef("JSONSchema"),
+					"strict", o("type", "boolean", "description", strictDescription+" Present only with `strict`."),
 				)),
 		))
 }
 
+func openAIResponsesTool() obj {
+	return o("type", "object", "additionalProperties", false, "required", list("type", "name", "description", "parameters", "strict"),
+		"description", "The OpenAI Responses API's flat function tool format (`api=responses`).",
+		"properties", o(
+			"type", o("type", "string", "const", "function"),
+			"name", functionName,
+			"description", o("type", "string"),
+			"parameters", schemaRef("JSONSchema"),
+			"strict", o("type", "boolean", "description", strictDescription+" Always present: the Responses API takes an absent `strict` as true."),
+		))
+}
+
+const strictDescription = "True when `parameters` is in strict-mode form (every param required; the optional ones accept " +
+	"null, which the gateway reads as absent); false when strict mode cannot express the tool's schema, which is then given as written."
+
 // namedSchemaTool is a {name, description, <schemaMember>} tool definition.
 func namedSchemaTool(schemaMember, description string) obj {
-	name := o("type", "string", "pattern", "^[a-zA-Z0-9_-]{1,64}$")
-	if schemaMember == "inputSchema" {
-		name = o("type", "string", "pattern", "^[a-z0-9][a-z0-9_.-]{0,63}$")
-	}
 	return o("type", "object", "additionalProperties", false, "required", list("name", "description", schemaMember),
 		"description", description,
-		"properties", o("name", name, "description", o("type", "string"), schemaMember, jsonSchema))
+		"properties", o("name", functionName, "description", o("type", "string"), schemaMember, schemaRef("JSONSchema")))
+}
+
+// mcpTool is a tool as MCP's tools/list describes it.
+func mcpTool() obj {
+	hint := func(description string) obj { return o("type", "boolean", "description", description) }
+	return o("type", "object", "additionalProperties", false,
+		"required", list("name", "description", "inputSchema", "outputSchema", "annotations"),
+		"description", "A tool exactly as the MCP endpoint's `tools/list` describes it; names keep their dots.",
+		"properties", o(
+			"name", o("type", "string", "pattern", "^[a-z0-9][a-z0-9_.-]{0,63}$"),
+			"description", o("type", "string"),
+			"inputSchema", schemaRef("JSONSchema"),
+			"outputSchema", freeObject.with("description", "The schema of every call's structured content: the operation "+
+				"object, or the problem details object of a refusal."),
+			"annotations", o("type", "object", "additionalProperties", false, "required", list("readOnlyHint", "idempotentHint"),
+				"properties", o(
+					"readOnlyHint", hint("True for a tool whose effect is `read`."),
+					"idempotentHint", hint("Always true: a call repeated with the same `operation_key` and arguments replays the recorded outcome."),
+				)),
+		))
 }

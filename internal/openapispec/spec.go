@@ -33,7 +33,10 @@ func document() obj {
 			"version", "1.0.0",
 			"summary", "Run agents' state-changing tool calls at most once per operation key.",
 			"description", description,
+			// The project has chosen no licence yet; the identifier says so rather than guess one.
+			"license", o("name", "Proprietary: all rights reserved", "identifier", "LicenseRef-idemgate-proprietary"),
 		),
+		"servers", list(o("url", "/", "description", "The gateway that serves this document at /openapi.json.")),
 		"tags", list(
 			o("name", "operations", "description", "Operations: record, run, read, cancel, compensate."),
 			o("name", "tools", "description", "The tool catalogue, in several formats."),

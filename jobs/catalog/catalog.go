@@ -44,6 +44,11 @@ type Tool struct {
 	compTmpl      *paramsTemplate
 	// memo remembers params that passed (see CheckCanonical); nil in a Tool built by hand.
 	memo *paramsMemo
+	// nulls says where a null in params means absent (DropAbsentNulls); strict is the params
+	// schema for OpenAI's strict mode, nil when it cannot be written (StrictParameters). Both
+	// are set by Load; a Tool built by hand keeps every null and is offered non-strict.
+	nulls  *nullShape
+	strict map[string]any
 }
 
 // HTTPSpec says how to call the downstream for one attempt.

@@ -14,11 +14,17 @@ const sandbox = "http://127.0.0.1:8080/sandbox"
 func TestDemoCatalogue(t *testing.T) {
 	t.Parallel()
 	c := Demo(sandbox + "/")
-	assert.Equal(t, []string{"tickets.create", "tickets.close", "refunds.issue", "payments.payout", "email.send"}, c.Names())
+	assert.Equal(t, []string{"tickets.create", "tickets.close", "tickets.get", "refunds.issue", "payments.payout", "email.send"}, c.Names())
 
 	for _, tl := range c.Tools() {
 		assert.LessOrEqual(t, tl.HTTP.Timeout, 2*time.Second, tl.Name)
-		assert.Equal(t, "POST", tl.HTTP.Method, tl.Name)
+		wantMethod := "POST"
+		if tl.Effect == EffectRead {
+			wantMethod = "GET"
+		}
+		assert.Equal(t, wantMethod, tl.HTTP.Method, tl.Name)
+		_, strict := tl.StrictParameters()
+		assert.True(t, strict, "%s: every demo tool can be offered in OpenAI's strict mode", tl.Name)
 		assert.Equal(t, "/id", tl.HTTP.ResultReference, tl.Name)
 		assert.Equal(t, false, tl.ParamsSchemaRaw["additionalProperties"], tl.Name)
 		assert.NotEmpty(t, tl.ParamsSchemaRaw["required"], tl.Name)
@@ -33,6 +39,11 @@ func TestDemoCatalogue(t *testing.T) {
 
 	closeT, _ := c.Get("tickets__close")
 	assert.Equal(t, EffectIdempotent, closeT.Effect)
+
+	get, _ := c.Get("tickets.get")
+	assert.Equal(t, EffectRead, get.Effect, "the demo has a read tool, so a call without a key can be tried")
+	assert.True(t, get.RetrySafe())
+	assert.Nil(t, get.Compensation)
 
 	refund, _ := c.Get("refunds.issue")
 	assert.False(t, refund.RetrySafe(), "the sandbox ignores keys for refunds")
@@ -58,6 +69,7 @@ func TestDemoURLs(t *testing.T) {
 	urls := map[string][2]string{
 		"tickets.create":  {sandbox + "/tickets", sandbox + "/tickets?reference=op_01J"},
 		"tickets.close":   {sandbox + "/tickets/T-1001/close", ""},
+		"tickets.get":     {sandbox + "/tickets/T-1001", ""},
 		"refunds.issue":   {sandbox + "/refunds", sandbox + "/refunds?reference=op_01J"},
 		"payments.payout": {sandbox + "/refunds", sandbox + "/refunds?reference=op_01J"},
 		"email.send":      {sandbox + "/emails", ""},

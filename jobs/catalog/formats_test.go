@@ -42,14 +42,11 @@ tools:
 		{"anthropic", `{"tools":[` +
 			`{"name":"tickets__create","description":"Create a ticket","input_schema":` + schemaA + `},` +
 			`{"name":"payouts-send","description":"Send a payout","input_schema":` + schemaB + `}]}`},
-		{"mcp", `{"tools":[` +
-			`{"name":"tickets.create","description":"Create a ticket","inputSchema":` + schemaA + `},` +
-			`{"name":"payouts-send","description":"Send a payout","inputSchema":` + schemaB + `}]}`},
 	}
 	for _, tc := range tests {
 		t.Run("format "+tc.format, func(t *testing.T) {
 			t.Parallel()
-			v, err := Definitions(c.Tools(), tc.format)
+			v, err := Definitions(c.Tools(), Format{Name: tc.format})
 			require.NoError(t, err)
 			b, err := json.Marshal(v)
 			require.NoError(t, err)
@@ -57,22 +54,26 @@ tools:
 		})
 	}
 
-	def, err := Definitions(c.Tools(), "default")
+	def, err := Definitions(c.Tools(), Format{Name: "default"})
 	require.NoError(t, err)
 	assert.IsType(t, ToolList[Definition]{}, def)
 }
 
 func TestDefinitionsEmptyAndUnknown(t *testing.T) {
 	t.Parallel()
-	for _, format := range []string{"", "openai", "anthropic", "mcp"} {
-		v, err := Definitions(nil, format)
+	for _, format := range []string{"", "openai", "anthropic"} {
+		v, err := Definitions(nil, Format{Name: format})
 		require.NoError(t, err)
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
 		assert.Equal(t, `{"tools":[]}`, string(b), format)
 	}
-	for _, format := range []string{"OpenAI", "gemini", " mcp"} {
-		_, err := Definitions(nil, format)
+	for _, format := range []string{"OpenAI", "gemini", " mcp", "mcp"} {
+		_, err := Definitions(nil, Format{Name: format})
 		assert.ErrorContains(t, err, "unknown tools format", format)
 	}
+	_, err := Definitions(nil, Format{Name: "anthropic", Strict: true})
+	assert.ErrorContains(t, err, "format openai only")
+	_, err = Definitions(nil, Format{Name: "openai", API: "assistants"})
+	assert.ErrorContains(t, err, "unknown OpenAI API")
 }

@@ -116,6 +116,14 @@ func TestLoadRejectsInvalidFields(t *testing.T) {
 		{"schema external ref", "params_schema.properties.subject", map[string]any{"$ref": "file:///etc/passwd"}, tool + `params_schema: invalid schema: failing loading "file:///etc/passwd": external schema`},
 		{"schema dangling ref", "params_schema.properties.subject", map[string]any{"$ref": "#/$defs/nope"}, tool + `params_schema: invalid schema:`},
 		{"schema infinite number", "params_schema.properties.subject.maximum", yamlRaw(".inf"), tool + `params_schema: not representable as JSON`},
+		{"schema unknown keyword", "params_schema.properties.subject.maxlength", 10, tool + `params_schema: at "/properties/subject": unknown keyword "maxlength": JSON Schema 2020-12 has no such keyword`},
+		{"schema keyword of an older draft", "params_schema.dependencies", map[string]any{"subject": []any{"card_number"}}, tool + `params_schema: at "/": unknown keyword "dependencies"`},
+		{"schema extension keyword", "params_schema.x-internal", true, tool + `params_schema: at "/": unknown keyword "x-internal"`},
+		{"param named operation_key", "params_schema.properties.operation_key", map[string]any{"type": "string"}, tool + `params_schema.properties.operation_key: "operation_key" is reserved: MCP clients pass the operation key in it`},
+		{"operation_key required", "params_schema.required", []any{"subject", "operation_key"}, tool + `params_schema.required: "operation_key" is reserved`},
+		{"sensitive param in the url path", "http.url", "http://127.0.0.1:9100/cards/{{.Params.card_number}}/refund", tool + `http.url: {{.Params.card_number}} would put the sensitive param /card_number into the URL; send it in the body instead`},
+		{"sensitive param in the reconcile query", "reconcile.url", "http://127.0.0.1:9100/tickets?card={{.Params.card_number}}", tool + `reconcile.url: {{.Params.card_number}} would put the sensitive param /card_number into the URL`},
+		{"name too long once dots are doubled", "name", strings.Repeat("a.", 30) + "abcd", `tools file: tool "` + strings.Repeat("a.", 30) + `abcd": name: "` + strings.Repeat("a.", 30) + `abcd" is 94 characters once each "." is written "__"`},
 		{"sensitive bad escape", "sensitive_params", []any{"card_number", "/a~2b"}, tool + `sensitive_params[1]: invalid JSON pointer "/a~2b"`},
 		{"sensitive empty", "sensitive_params", []any{""}, tool + `sensitive_params[0]: empty entry`},
 		{"http missing", "http", nil, tool + `http: required`},
@@ -377,4 +385,93 @@ func TestLoadFile(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 	assert.Contains(t, err.Error(), "tools file: ")
+}
+
+// TestLoadRefusesServingHazards: what issue 14 item 4 and issue 20 refuse at load, written as
+// an operator would write it.
+func TestLoadRefusesServingHazards(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct{ yaml, want string }{
+		"an unquoted description with a comma in a flow mapping": {`
+tools:
+  - name: refunds.issue
+    description: Refund
+    effect: write
+    params_schema:
+      type: object
+      properties:
+        currency: {type: string, description: ISO 4217 code, e.g. EUR}
+    http: {url: "http://127.0.0.1:9/refunds"}
+`, `tools file: tool "refunds.issue": params_schema: at "/properties/currency": unknown keyword "e.g. EUR": ` +
+			`JSON Schema 2020-12 has no such keyword (in a YAML flow mapping {...} a ", " splits a value into a new key: quote the value)`},
+		"a param holding a sensitive member templated into the URL": {`
+tools:
+  - name: cards.check
+    description: Check a card
+    effect: read
+    params_schema: {type: object, properties: {card: {type: object}}}
+    sensitive_params: [/card/number]
+    http: {method: GET, url: "http://127.0.0.1:9/cards/{{.Params.card.number}}"}
+`, `tools file: tool "cards.check": http.url: {{.Params.card.number}} would put the sensitive param /card/number into the URL`},
+		"a sensitive param templated into a reconcile URL": {`
+tools:
+  - name: cards.charge
+    description: Charge a card
+    effect: write
+    params_schema: {type: object, properties: {pan: {type: string}}}
+    sensitive_params: [pan]
+    http: {url: "http://127.0.0.1:9/charges"}
+    reconcile: {url: "http://127.0.0.1:9/charges?pan={{.Params.pan}}"}
+`, `tools file: tool "cards.charge": reconcile.url: {{.Params.pan}} would put the sensitive param /pan into the URL`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load([]byte(tc.yaml))
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tc.want), "error %q\nwant prefix %q", err, tc.want)
+		})
+	}
+}
+
+// TestLoadKeywordsOnlyInSchemas: names of properties and data (enum, const, default,
+// examples) are not keywords; a sensitive param outside every URL is fine.
+func TestLoadKeywordsOnlyInSchemas(t *testing.T) {
+	t.Parallel()
+	_, err := Load([]byte(`
+tools:
+  - name: things.make
+    description: Make a thing
+    effect: write
+    params_schema:
+      type: object
+      $defs: {code: {type: string, x: 1}}
+      properties:
+        "e.g. EUR": {type: string}
+        items: {type: array, items: {type: object, properties: {colour: {type: string}}}}
+        shape: {enum: [{sides: 3}], default: {sides: 3}, examples: [{anything: goes}], const: {sides: 3}}
+        secret: {type: string}
+    sensitive_params: [secret]
+    http: {url: "http://127.0.0.1:9/things/{{.Params.shape}}"}
+`))
+	require.Error(t, err, "$defs are schemas too")
+	assert.Contains(t, err.Error(), `at "/$defs/code": unknown keyword "x"`)
+
+	_, err = Load([]byte(`
+tools:
+  - name: things.make
+    description: Make a thing
+    effect: write
+    params_schema:
+      type: object
+      $defs: {code: {type: string}}
+      properties:
+        "e.g. EUR": {type: string}
+        items: {type: array, items: {type: object, properties: {colour: {type: string}}}}
+        shape: {enum: [{sides: 3}], default: {sides: 3}, examples: [{anything: goes}], const: {sides: 3}}
+        secret: {type: string}
+    sensitive_params: [secret]
+    http: {url: "http://127.0.0.1:9/things/{{.Params.shape}}"}
+`))
+	require.NoError(t, err)
 }

@@ -167,20 +167,39 @@ func (t *Tool) MaskCanonical(canonical []byte) ([]byte, error) {
 // MaskJSON masks raw JSON params (see Mask). Numbers keep their spelling; object keys come out
 // sorted and the JSON compact, as encoding/json writes them.
 func (t *Tool) MaskJSON(raw []byte) ([]byte, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("mask params: %w", err)
+	}
+	out, err := encodeJSON(t.Mask(v))
+	if err != nil {
+		return nil, fmt.Errorf("mask params: %w", err)
+	}
+	return out, nil
+}
+
+// decodeJSON decodes one JSON value, numbers as json.Number, refusing anything after it.
+func decodeJSON(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("mask params: %w", err)
+		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("mask params: unexpected data after the JSON value")
+		return nil, errors.New("unexpected data after the JSON value")
 	}
+	return v, nil
+}
+
+// encodeJSON writes v compact, with sorted object keys, leaving "<", ">" and "&" as they are:
+// params are data, not HTML.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // params are data, not HTML; keep "<" as written
-	if err := enc.Encode(t.Mask(v)); err != nil {
-		return nil, fmt.Errorf("mask params: %w", err)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

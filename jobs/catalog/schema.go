@@ -11,43 +11,68 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
+// paramsSchema is a compiled params_schema with what Load derives from it.
+type paramsSchema struct {
+	raw    map[string]any
+	schema *jsonschema.Schema
+	nulls  *nullShape
+	strict map[string]any // nil: strict mode cannot express it
+}
+
 // compileParamsSchema turns the params_schema as decoded from YAML into JSON values and compiles
-// it as JSON Schema 2020-12. Problems are recorded in ec; the results are nil then.
-func compileParamsSchema(name string, raw any, ec *collector) (map[string]any, *jsonschema.Schema) {
+// it as JSON Schema 2020-12. Problems are recorded in ec; the result is nil then.
+func compileParamsSchema(name string, raw any, ec *collector) *paramsSchema {
 	if raw == nil {
 		ec.addf("params_schema", "required")
-		return nil, nil
+		return nil
 	}
 	v, err := toJSONValue(raw)
 	if err != nil {
 		ec.add("params_schema", err)
-		return nil, nil
+		return nil
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
 		ec.addf("params_schema", "expected a mapping")
-		return nil, nil
+		return nil
 	}
 	if typ, _ := doc["type"].(string); typ != "object" {
 		ec.addf("params_schema", `the top level must be "type: object" (params are a JSON object)`)
-		return nil, nil
+		return nil
 	}
-	sch, err := compileSchema(name, doc)
+	if err := checkKeywords(doc, ""); err != nil {
+		ec.add("params_schema", err)
+		return nil
+	}
+	c, loc := newCompiler(name)
+	sch, err := compileSchema(c, loc, doc)
 	if err != nil {
 		ec.add("params_schema", err)
-		return nil, nil
+		return nil
 	}
-	return doc, sch
+	nulls, err := buildNullShape(c, loc, doc, "")
+	if err != nil {
+		ec.add("params_schema", err)
+		return nil
+	}
+	ps := &paramsSchema{raw: doc, schema: sch, nulls: nulls}
+	if strict, err := strictSchema(doc, nulls, ""); err == nil {
+		ps.strict = strict
+	}
+	return ps
 }
 
-func compileSchema(name string, doc map[string]any) (*jsonschema.Schema, error) {
+func newCompiler(name string) (*jsonschema.Compiler, string) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	// An operator who writes "format: email" expects it enforced; 2020-12 only annotates by default.
 	c.AssertFormat()
 	// Every $ref must resolve inside the schema: compiling must not read files or the network.
 	c.UseLoader(noLoader{})
-	loc := "urn:idemgate:tool:" + url.PathEscape(name) + ":params_schema"
+	return c, "urn:idemgate:tool:" + url.PathEscape(name) + ":params_schema"
+}
+
+func compileSchema(c *jsonschema.Compiler, loc string, doc map[string]any) (*jsonschema.Schema, error) {
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, fmt.Errorf("invalid schema: %s", schemaProblem(err))
 	}

@@ -59,7 +59,9 @@ func validateTool(raw *rawTool, ec *collector) *Tool {
 	default:
 		ec.addf("effect", "invalid effect %q: want read, idempotent or write", raw.Effect)
 	}
-	t.ParamsSchemaRaw, t.Schema = compileParamsSchema(raw.Name, raw.ParamsSchema, ec)
+	if ps := compileParamsSchema(raw.Name, raw.ParamsSchema, ec); ps != nil {
+		t.ParamsSchemaRaw, t.Schema, t.nulls, t.strict = ps.raw, ps.schema, ps.nulls, ps.strict
+	}
 	for i, p := range raw.SensitiveParams {
 		ptr, err := sensitivePointer(p)
 		if err != nil {
@@ -76,6 +78,7 @@ func validateTool(raw *rawTool, ec *collector) *Tool {
 	validateReview(t, raw.Review, ec)
 	validateCompensation(t, raw.Compensation, ec)
 	t.Retention = duration(ec, "retention", raw.Retention, DefaultRetention, positive)
+	checkServable(t, ec)
 	return t
 }
 

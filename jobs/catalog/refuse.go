@@ -1,0 +1,75 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+)
+
+// MaxFunctionNameLen is the longest name OpenAI and Anthropic take for a tool, once each "."
+// is written "__" (FunctionName).
+const MaxFunctionNameLen = 64
+
+// ReservedParam is the argument MCP's tools/call adds to every tool's input for the operation
+// key; a tool's own params may not declare it.
+const ReservedParam = "operation_key"
+
+// checkServable refuses what would make a valid tool unsafe or unusable once served: a
+// sensitive param that a URL would carry (URLs end up in logs, traces and error messages, where
+// masking by value cannot reach every spelling), a param named like the argument MCP adds, and
+// a name the providers' formats cannot carry. The tools file has no header templates, so the
+// URLs are the only place a param could reach a request line or header.
+func checkServable(t *Tool, ec *collector) {
+	if t.Name != "" && len(t.FunctionName()) > MaxFunctionNameLen {
+		ec.addf("name", "%q is %d characters once each \".\" is written \"__\" (%s), more than the %d OpenAI and Anthropic allow",
+			t.Name, len(t.FunctionName()), t.FunctionName(), MaxFunctionNameLen)
+	}
+	if props, ok := t.ParamsSchemaRaw["properties"].(map[string]any); ok {
+		if _, clash := props[ReservedParam]; clash {
+			ec.addf("params_schema.properties."+ReservedParam, "%q is reserved: MCP clients pass the operation key in it", ReservedParam)
+		}
+	}
+	if slices.Contains(requiredNames(t.ParamsSchemaRaw), ReservedParam) {
+		ec.addf("params_schema.required", "%q is reserved: MCP clients pass the operation key in it", ReservedParam)
+	}
+	urls := []struct {
+		field string
+		tmpl  *urlTemplate
+	}{{"http.url", t.urlTmpl}, {"reconcile.url", t.reconcileTmpl}}
+	for _, u := range urls {
+		if u.tmpl == nil {
+			continue
+		}
+		for _, ref := range u.tmpl.paramRefs() {
+			if ptr, ok := sensitiveOverlap(t.SensitiveParams, ref); ok {
+				ec.addf(u.field, "{{.Params.%s}} would put the sensitive param %s into the URL; send it in the body instead",
+					strings.Join(ref, "."), ptr)
+			}
+		}
+	}
+}
+
+// paramRefs returns the path below .Params of every param the template refers to.
+func (ut *urlTemplate) paramRefs() [][]string {
+	var out [][]string
+	for _, p := range ut.tmpl.parts {
+		if len(p.field) > 1 && p.field[0] == "Params" {
+			out = append(out, p.field[1:])
+		}
+	}
+	return out
+}
+
+// sensitiveOverlap reports the sensitive pointer that ref names, or lies inside, or contains.
+func sensitiveOverlap(sensitive []string, ref []string) (string, bool) {
+	for _, ptr := range sensitive {
+		tokens, err := parsePointer(ptr)
+		if err != nil {
+			continue
+		}
+		n := min(len(tokens), len(ref))
+		if slices.Equal(tokens[:n], ref[:n]) {
+			return ptr, true
+		}
+	}
+	return "", false
+}
