@@ -3,8 +3,8 @@
 // the problems table, so the document cannot name one the gateway does not have; the
 // conformance test in e2e validates real answers of a running gateway against it.
 //
-// The document is committed as docs/openapi.json and embedded by package apidoc; run
-// `go generate ./apidoc` after changing this package.
+// The document is committed as docs/openapi.json and embedded by package static; run
+// `go generate ./static` after changing this package.
 package openapispec
 
 import (
