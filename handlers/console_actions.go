@@ -161,8 +161,8 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	} else {
 		done, err = do(ctx, r)
 	}
-	switch models.ErrorCode(err) {
-	case models.CodeStale, models.CodeInvalid, models.CodeNotCompensable:
+	// A refusal is shown on the operation's page; the operation itself missing is the 404 page.
+	if err != nil && AnswerFor(err).Refusal && models.ErrorCode(err) != models.CodeNotFound {
 		return h.refuseAction(c, v, name, r, err)
 	}
 	if err != nil {
@@ -179,12 +179,14 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 }
 
 // refuseAction records the refusal and shows the operation as it is now, with why nothing
-// changed. After a stale refusal the form the reviewer used may no longer apply, so nothing is
-// kept; otherwise it opens again with what was typed.
+// changed. After a conflict (the operation moved, or cannot be compensated) the form the
+// reviewer used may no longer apply, so nothing is kept and the answer is the table's 409;
+// otherwise the form opens again with what was typed, answered 422: the form was well formed,
+// and the ledger refused what it said.
 func (h *Console) refuseAction(c echo.Context, v *Viewer, name string, r actionRequest, cause error) error {
-	status, message := http.StatusUnprocessableEntity, sentence(errDetail(cause))
-	if code := models.ErrorCode(cause); code == models.CodeStale || code == models.CodeNotCompensable {
-		status = http.StatusConflict
+	status, message := AnswerFor(cause).Status, sentence(errDetail(cause))
+	if status != http.StatusConflict {
+		status = http.StatusUnprocessableEntity
 	}
 	ctx := c.Request().Context()
 	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, r.OperationID)

@@ -148,18 +148,24 @@ func (h *Console) CreateUser(c echo.Context) error {
 	return h.adminDone(c, err, msg, "#users")
 }
 
-// adminDone redirects back to the admin page with the outcome: the ledger's refusal of bad
-// input as an error notice, anything else as an error page.
+// adminDone redirects back to the admin page with the outcome (see formDone).
 func (h *Console) adminDone(c echo.Context, err error, success, anchor string) error {
-	switch models.ErrorCode(err) {
-	case "":
+	return h.formDone(c, err, success, "/admin"+anchor)
+}
+
+// formDone redirects back to the page a form was posted from, at to, with the outcome: a
+// success, or the ledger's refusal of the input (AnswerFor), as a notice. Any other error is
+// answered with the error page.
+func (h *Console) formDone(c echo.Context, err error, success, to string) error {
+	switch {
+	case err == nil:
 		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: success})
-	case models.CodeInvalid, models.CodeConflict, models.CodeNotFound:
+	case AnswerFor(err).Refusal:
 		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeError), Message: "Nothing was changed: " + errDetail(err) + "."})
 	default:
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/admin"+anchor)
+	return c.Redirect(http.StatusSeeOther, to)
 }
 
 func roleOptions() []views.Option {

@@ -155,16 +155,7 @@ func requester(c echo.Context, v *Viewer) models.Requester {
 	return models.Requester{Actor: v.Actor(), RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 }
 
-// webhooksDone redirects back to the webhooks page with the outcome: a refusal of bad input as
-// an error notice, anything else as an error page.
+// webhooksDone redirects back to the webhooks page with the outcome (see formDone).
 func (h *Console) webhooksDone(c echo.Context, err error, success, anchor string) error {
-	switch models.ErrorCode(err) {
-	case "":
-		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: success})
-	case models.CodeInvalid, models.CodeConflict, models.CodeNotFound, models.CodeStale:
-		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeError), Message: "Nothing was changed: " + errDetail(err) + "."})
-	default:
-		return err
-	}
-	return c.Redirect(http.StatusSeeOther, "/admin/webhooks"+anchor)
+	return h.formDone(c, err, success, "/admin/webhooks"+anchor)
 }

@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/idemgate/idemgate/handlers/problems"
@@ -41,56 +39,6 @@ func problem(slug, format string, args ...any) *Problem {
 	return &Problem{Slug: slug, Detail: fmt.Sprintf(format, args...)}
 }
 
-// ledgerRetryAfter is what a caller is told to wait when the ledger is unreachable.
-const ledgerRetryAfter = 2
-
-// ProblemFrom turns any error into the problem it is answered with: the one table from ledger
-// codes and framework errors to problem types.
-func ProblemFrom(err error) *Problem {
-	var p *Problem
-	if errors.As(err, &p) {
-		return p
-	}
-	op := models.ErrorOperation(err)
-	switch models.ErrorCode(err) {
-	case models.CodeNotFound:
-		return &Problem{Slug: problems.NotFound, Detail: "no such operation", Err: err}
-	case models.CodeKeyMismatch:
-		return &Problem{Slug: problems.IdempotencyKeyMismatch, Op: op, Err: err,
-			Detail: "this Idempotency-Key was first used with another tool or other params; nothing was run"}
-	case models.CodeKeyExpired:
-		return &Problem{Slug: problems.IdempotencyKeyExpired, Op: op, Err: err,
-			Detail: "the record of this Idempotency-Key passed its retention; the key will never run again"}
-	case models.CodeNotCancellable:
-		return &Problem{Slug: problems.NotCancellable, Op: op, Detail: errDetail(err), Err: err}
-	case models.CodeNotCompensable:
-		return &Problem{Slug: problems.NotCompensable, Op: op, Detail: errDetail(err), Err: err}
-	case models.CodeInvalid:
-		return &Problem{Slug: problems.InvalidQuery, Detail: errDetail(err), Err: err}
-	case models.CodeUnavailable:
-		return &Problem{Slug: problems.LedgerUnavailable, RetryAfter: ledgerRetryAfter, Err: err,
-			Detail: "the ledger cannot be reached; nothing was recorded or executed. Retry with the same Idempotency-Key."}
-	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound, http.StatusMethodNotAllowed:
-			return &Problem{Slug: problems.NotFound, Detail: "no such resource", Err: err}
-		case http.StatusRequestEntityTooLarge:
-			return &Problem{Slug: problems.BodyTooLarge, Detail: "the body is larger than 1 MiB", Err: err}
-		}
-	}
-	return &Problem{Slug: problems.Internal, Detail: "an unexpected error occurred; it has been logged", Err: err}
-}
-
-func errDetail(err error) string {
-	var e *models.Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
-	return err.Error()
-}
-
 // body is the problem details object of p, as the API and the MCP server answer it.
 func (p *Problem) body() problems.Body {
 	t, ok := problems.Lookup(p.Slug)
@@ -120,13 +68,4 @@ func WriteProblem(c echo.Context, p *Problem) error {
 		return err
 	}
 	return c.Blob(body.Status, "application/problem+json", b)
-}
-
-// ProblemStatus is the HTTP status err will be answered with.
-func ProblemStatus(err error) int {
-	t, ok := problems.Lookup(ProblemFrom(err).Slug)
-	if !ok {
-		return http.StatusInternalServerError
-	}
-	return t.Status
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,15 +177,15 @@ func errorHandler(log *slog.Logger, refusals *refusalAuditor) echo.HTTPErrorHand
 		var werr error
 		if console, _ := c.Get(ctxConsole).(bool); console {
 			// Console routes always answer with a page, whatever the client accepts.
-			status, message := pageError(err)
-			if status >= 500 {
+			a := handlers.AnswerFor(err)
+			if a.Status >= 500 {
 				log.Error("console request failed", "err", err, "path", c.Request().URL.Path, "request_id", reqID)
 			}
 			c.Response().Header().Set("Cache-Control", "no-store")
-			if status == http.StatusServiceUnavailable {
-				c.Response().Header().Set("Retry-After", "2")
+			if a.Problem.RetryAfter > 0 {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(a.Problem.RetryAfter))
 			}
-			werr = render(c, status, views.ErrorPage(status, message))
+			werr = render(c, a.Status, views.ErrorPage(a.Status, a.Message))
 		} else if p := handlers.ProblemFrom(err); wantsPage(c.Request()) {
 			logProblem(log, p, err, c, reqID)
 			t, _ := problems.Lookup(p.Slug)
@@ -206,33 +207,12 @@ func logProblem(log *slog.Logger, p *handlers.Problem, err error, c echo.Context
 	}
 }
 
-// pageError is the status and message of the console's error page for err. Messages of
-// echo errors and of the ledger's refusals are written for people; anything else is
-// answered without detail.
-func pageError(err error) (int, string) {
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		msg, _ := he.Message.(string)
-		if msg == http.StatusText(he.Code) {
-			msg = ""
-		}
-		return he.Code, msg
+// answer writes the answer to err now, through the one error handler, so that what wraps the
+// handler sees the status that was sent (echo's own recover middleware does the same).
+func answer(c echo.Context, err error) {
+	if err != nil {
+		c.Error(err)
 	}
-	var lerr *models.Error
-	errors.As(err, &lerr)
-	switch models.ErrorCode(err) {
-	case models.CodeNotFound:
-		return http.StatusNotFound, ""
-	case models.CodeInvalid:
-		return http.StatusBadRequest, lerr.Message
-	case models.CodeConflict, models.CodeStale:
-		return http.StatusConflict, lerr.Message
-	case models.CodeThrottled:
-		return http.StatusTooManyRequests, ""
-	case models.CodeUnavailable:
-		return http.StatusServiceUnavailable, "The ledger cannot be reached right now; nothing was changed. Try again in a moment."
-	}
-	return http.StatusInternalServerError, ""
 }
 
 // wantsPage reports whether a person, not a program, is asking: a browser request outside the
@@ -279,17 +259,13 @@ func measure(m *telemetry.Metrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
-			err := next(c)
-			status := c.Response().Status
-			if err != nil {
-				status = handlers.ProblemStatus(err)
-			}
+			answer(c, next(c))
 			route := c.Path()
 			if route == "" {
 				route = "unmatched"
 			}
-			m.HTTP(c.Request().Method, route, status, time.Since(start))
-			return err
+			m.HTTP(c.Request().Method, route, c.Response().Status, time.Since(start))
+			return nil
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/models"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
@@ -28,16 +27,13 @@ func traceRequests(tracer trace.Tracer) echo.MiddlewareFunc {
 				trace.WithAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", route)))
 			defer span.End()
 			c.SetRequest(req.WithContext(ctx))
-			err := next(c)
+			answer(c, next(c))
 			status := c.Response().Status
-			if err != nil {
-				status = handlers.ProblemStatus(err)
-			}
 			span.SetAttributes(attribute.Int("http.response.status_code", status))
 			if status >= 500 {
 				span.SetStatus(codes.Error, "")
 			}
-			return err
+			return nil
 		}
 	}
 }
