@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
@@ -55,9 +56,9 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 		p.Heading = "Approve or reject"
 		p.Forms = h.approvalForms(v, rec, tool, known, now, &p)
 	case models.StateSucceeded:
-		if known && tool.Compensation != nil && op.CompensatedBy == nil && h.Executor != nil {
+		if by, err := jobs.Compensable(h.Catalog, op); err == nil && op.CompensatedBy == nil && h.Executor != nil {
 			p.Heading = "Undo this operation"
-			p.Forms = []views.ActionForm{proposeForm(op, tool.Compensation.Tool)}
+			p.Forms = []views.ActionForm{proposeForm(op, by.Name)}
 		}
 	}
 	if len(p.Forms) > 0 && !mayAct(v) {

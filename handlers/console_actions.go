@@ -122,9 +122,10 @@ func (h *Console) ProposeCompensation(c echo.Context) error {
 				Message: "This operation already has this compensation; nothing new was proposed."}, nil
 		case strings.TrimSpace(r.Reason) == "":
 			return actionDone{}, &models.Error{Code: models.CodeInvalid, Message: "a reason is required"}
-		case op.State != r.ExpectedState || op.State != models.StateSucceeded:
+		case op.State != r.ExpectedState:
 			return actionDone{}, &models.Error{Code: models.CodeStale, Op: op}
 		}
+		// Whether op can be compensated at all is jobs.Compensable's decision, made inside.
 		comp, err := h.Executor.ProposeCompensation(ctx, op, r.Actor)
 		if err != nil {
 			return actionDone{}, err

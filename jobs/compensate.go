@@ -13,28 +13,38 @@ import (
 // CompensationKey is the default operation key of the compensation of operation id.
 func CompensationKey(id string) string { return "compensate:" + id }
 
-// CompensationCall builds the call that undoes original from its tool's compensation template:
-// the compensating tool and canonical params, validated against that tool's schema. An
-// operation that cannot be compensated is models.CodeNotCompensable, carrying it. An
-// operation already compensated still yields its call, so that a repeated request replays the
-// same compensation; the ledger refuses a second, different one when linking.
-func CompensationCall(cat *catalog.Catalog, original *models.Operation) (*catalog.Tool, []byte, error) {
-	refuse := func(format string, args ...any) error {
-		return &models.Error{Code: models.CodeNotCompensable, Op: original, Message: fmt.Sprintf(format, args...)}
-	}
+// Compensable decides whether original can be compensated, and returns the tool that undoes
+// it. It is the one rule the API, the console's action and its action panel use: the ledger's
+// (models.Operation.CompensationRefusal) and the catalogue's (the tool declares a compensation,
+// and the compensating tool is still in the catalogue). A refusal is models.CodeNotCompensable,
+// carrying original.
+func Compensable(cat *catalog.Catalog, original *models.Operation) (*catalog.Tool, error) {
 	tool, ok := cat.Get(original.Tool)
-	switch {
-	case !ok || tool.Compensation == nil:
-		return nil, nil, refuse("tool %s declares no compensation", original.Tool)
-	case original.State != models.StateSucceeded:
-		return nil, nil, refuse("only SUCCEEDED operations can be compensated; this one is %s", original.State)
-	case original.Params == nil:
-		return nil, nil, refuse("the operation's record passed its retention; its compensation cannot be built")
+	if !ok || tool.Compensation == nil {
+		return nil, notCompensable(original, "tool %s declares no compensation", original.Tool)
+	}
+	if err := original.CompensationRefusal(); err != nil {
+		return nil, err
 	}
 	target, ok := cat.Get(tool.Compensation.Tool)
 	if !ok {
-		return nil, nil, refuse("the compensation tool %s is not in the catalogue", tool.Compensation.Tool)
+		return nil, notCompensable(original, "the compensation tool %s is not in the catalogue", tool.Compensation.Tool)
 	}
+	return target, nil
+}
+
+// CompensationCall builds the call that undoes original from its tool's compensation template:
+// the compensating tool and canonical params, validated against that tool's schema. An
+// operation that cannot be compensated (Compensable) is models.CodeNotCompensable, carrying
+// it. An operation already compensated still yields its call, so that a repeated request
+// replays the same compensation; the ledger refuses a second, different one when linking.
+func CompensationCall(cat *catalog.Catalog, original *models.Operation) (*catalog.Tool, []byte, error) {
+	target, err := Compensable(cat, original)
+	if err != nil {
+		return nil, nil, err
+	}
+	refuse := func(format string, args ...any) error { return notCompensable(original, format, args...) }
+	tool, _ := cat.Get(original.Tool)
 	data := catalog.TemplateData{OperationID: original.ID, Key: original.Key, Tenant: original.Tenant}
 	data.Params, _ = decodeObject(original.Params)
 	if original.Result != nil {
@@ -56,6 +66,10 @@ func CompensationCall(cat *catalog.Catalog, original *models.Operation) (*catalo
 		return nil, nil, refuse("the compensation params do not match %s: %s %s", target.Name, errs[0].Pointer, errs[0].Message)
 	}
 	return target, params, nil
+}
+
+func notCompensable(op *models.Operation, format string, args ...any) error {
+	return &models.Error{Code: models.CodeNotCompensable, Op: op, Message: fmt.Sprintf(format, args...)}
 }
 
 // ProposeCompensation records, on a reviewer's request, the compensation of original in

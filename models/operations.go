@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -159,9 +160,30 @@ func sameOperation(op *Operation, in NewOperation) (Submitted, error) {
 	return Submitted{Op: op}, nil
 }
 
+// CompensationRefusal says why the ledger will not have op compensated, or returns nil: only a
+// SUCCEEDED operation can be undone (SPEC §2), and only while its record is kept, since its
+// params and result build the compensating call. It is CodeNotCompensable, carrying op. An
+// operation already compensated is not refused here: a repeated request replays its
+// compensation, and linking refuses a second, different one.
+func (op *Operation) CompensationRefusal() error {
+	refuse := func(format string, args ...any) error {
+		return &Error{Code: CodeNotCompensable, Op: op, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case op.State != StateSucceeded:
+		return refuse("only SUCCEEDED operations can be compensated; this one is %s", op.State)
+	case op.PurgedAt != nil || op.Params == nil:
+		return refuse("the operation's record passed its retention; its compensation cannot be built")
+	}
+	return nil
+}
+
+// linkCompensation links op as the compensation of originalID. Its condition is
+// CompensationRefusal's, checked again atomically, and once only: a second compensation of the
+// same operation is refused.
 func (l *Ledger) linkCompensation(tx *gorm.DB, now time.Time, op *Operation, originalID, actor string) error {
 	res := tx.Model(&Operation{}).
-		Where("id = ? AND tenant = ? AND state = ? AND compensated_by IS NULL", originalID, op.Tenant, StateSucceeded).
+		Where("id = ? AND tenant = ? AND state = ? AND purged_at IS NULL AND compensated_by IS NULL", originalID, op.Tenant, StateSucceeded).
 		Update("compensated_by", op.ID) // updated_at stays: a terminal record's answer must not drift
 	if res.Error != nil {
 		return res.Error
