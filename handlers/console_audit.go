@@ -55,7 +55,7 @@ func (h *Console) AuditLog(c echo.Context) error {
 		return err
 	}
 	for _, e := range entries {
-		p.Rows = append(p.Rows, auditLogRow(e))
+		p.Rows = append(p.Rows, auditRow(e))
 	}
 	if more && len(entries) > 0 {
 		next := url.Values{}
@@ -105,9 +105,9 @@ func (h *Console) VerifyAudit(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/audit")
 }
 
-// auditLogRow is an entry as the audit page shows it.
-func auditLogRow(e models.AuditEntry) views.AuditLogRow {
-	r := views.AuditLogRow{Seq: strconv.FormatInt(e.Seq, 10), At: views.NewPreciseTime(e.At), Actor: e.Actor, Action: e.Action,
+// auditRow is an entry as the console shows it, on the audit page and on its operation's.
+func auditRow(e models.AuditEntry) views.AuditRow {
+	r := views.AuditRow{Seq: strconv.FormatInt(e.Seq, 10), At: views.NewPreciseTime(e.At), Actor: e.Actor, Action: e.Action,
 		Tenant: e.Tenant, OperationID: e.OperationID, Outcome: e.Outcome, RequestID: e.RequestID, Hash: e.Hash}
 	if e.OperationID != "" {
 		r.OperationHref = OperationHref(e.OperationID)

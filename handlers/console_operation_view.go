@@ -46,8 +46,7 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 			ResolvedBy: deref(r.ResolvedBy), Resolution: deref(r.Resolution)})
 	}
 	for _, a := range rec.Audit {
-		p.Audit = append(p.Audit, views.AuditRow{Seq: strconv.FormatInt(a.Seq, 10), At: views.NewPreciseTime(a.At),
-			Actor: a.Actor, Action: a.Action, Outcome: a.Outcome})
+		p.Audit = append(p.Audit, auditRow(a))
 	}
 	if rec.Compensates != nil {
 		r := operationRow(rec.Compensates, now)

@@ -49,22 +49,49 @@ const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000
 // auditLockID serialises appends across replicas, so the chain never forks.
 const auditLockID = 0x1de3a0d1
 
-// canonical is the exact byte form that is hashed: a fixed member order and UTC times with
-// nanoseconds trimmed to what the database keeps (microseconds).
+// AuditRecord is the wire form of an audit entry, the one shape in which an entry leaves the
+// ledger: hashed (without Hash), carried by exports (with it), and read back by the offline
+// check of an export. Times are UTC with nanoseconds trimmed to what the database keeps
+// (microseconds), so a record read back hashes as it did when written.
+type AuditRecord struct {
+	Seq         int64  `json:"seq"`
+	At          string `json:"at"`
+	Actor       string `json:"actor"`
+	Action      string `json:"action"`
+	Tenant      string `json:"tenant"`
+	OperationID string `json:"operation_id"`
+	Outcome     string `json:"outcome"`
+	RequestID   string `json:"request_id"`
+	// Detail is the exact JSON string that was hashed.
+	Detail   string `json:"detail"`
+	PrevHash string `json:"prev_hash"`
+	// Hash is absent from the form that is hashed, and present everywhere else.
+	Hash string `json:"hash,omitempty"`
+}
+
+// Record returns the wire form of e.
+func (e *AuditEntry) Record() AuditRecord {
+	return AuditRecord{Seq: e.Seq, At: e.At.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), Actor: e.Actor,
+		Action: e.Action, Tenant: e.Tenant, OperationID: e.OperationID, Outcome: e.Outcome, RequestID: e.RequestID,
+		Detail: e.Detail, PrevHash: e.PrevHash, Hash: e.Hash}
+}
+
+// Entry returns the audit entry r describes.
+func (r AuditRecord) Entry() (*AuditEntry, error) {
+	at, err := time.Parse(time.RFC3339Nano, r.At)
+	if err != nil {
+		return nil, fmt.Errorf("audit entry %d: time %q: %w", r.Seq, r.At, err)
+	}
+	return &AuditEntry{Seq: r.Seq, At: at, Actor: r.Actor, Action: r.Action, Tenant: r.Tenant,
+		OperationID: r.OperationID, Outcome: r.Outcome, RequestID: r.RequestID, Detail: r.Detail,
+		PrevHash: r.PrevHash, Hash: r.Hash}, nil
+}
+
+// canonical is the exact byte form that is hashed: the record without its hash.
 func (e *AuditEntry) canonical() []byte {
-	b, _ := json.Marshal(struct {
-		Seq         int64  `json:"seq"`
-		At          string `json:"at"`
-		Actor       string `json:"actor"`
-		Action      string `json:"action"`
-		Tenant      string `json:"tenant"`
-		OperationID string `json:"operation_id"`
-		Outcome     string `json:"outcome"`
-		RequestID   string `json:"request_id"`
-		Detail      string `json:"detail"`
-		PrevHash    string `json:"prev_hash"`
-	}{e.Seq, e.At.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), e.Actor, e.Action, e.Tenant,
-		e.OperationID, e.Outcome, e.RequestID, e.Detail, e.PrevHash})
+	r := e.Record()
+	r.Hash = ""
+	b, _ := json.Marshal(r) // strings and an integer: encoding cannot fail
 	return b
 }
 

@@ -19,7 +19,7 @@ type AuditPage struct {
 	Actor    string
 	Actions  []string // suggestions for the action filter
 	Filtered bool
-	Rows     []AuditLogRow
+	Rows     []AuditRow
 	NextHref string
 }
 
@@ -32,8 +32,8 @@ type AuditVerification struct {
 	Since string
 }
 
-// AuditLogRow is one audit entry on the audit page.
-type AuditLogRow struct {
+// AuditRow is one audit entry, on the audit page and on the page of its operation.
+type AuditRow struct {
 	Seq           string
 	At            Time
 	Actor         string

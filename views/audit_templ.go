@@ -390,7 +390,7 @@ func auditFilters(p AuditPage) templ.Component {
 	})
 }
 
-func auditTable(rows []AuditLogRow) templ.Component {
+func auditTable(rows []AuditRow) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -262,12 +262,3 @@ type UserRow struct {
 	Created  Time
 	Disabled bool
 }
-
-// AuditRow is one audit log entry about an operation.
-type AuditRow struct {
-	Seq     string
-	At      Time
-	Actor   string
-	Action  string
-	Outcome string
-}

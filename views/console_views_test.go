@@ -36,7 +36,7 @@ func TestConsolePagesRender(t *testing.T) {
 		"workflow":               views.Workflow(views.WorkflowPage{Page: rita, RunID: "wf-1", Rows: []views.OperationRow{opRow}}),
 		"operation with actions": views.Operation(views.OperationPage{Page: rita, Op: opRow, Actions: views.ActionsPanel(actionPanel())}),
 		"audit": views.AuditLog(views.AuditPage{Page: rita, HeadSeq: "2", HeadHash: "sha256:ab", Verified: &views.AuditVerification{Seq: "1", Since: "1"},
-			Rows: []views.AuditLogRow{{Seq: "2", Actor: "cli", Action: "tenant.create", Outcome: "ok", Detail: []views.Detail{{Name: "reason", Value: "x"}}}}}),
+			Rows: []views.AuditRow{{Seq: "2", Actor: "cli", Action: "tenant.create", Outcome: "ok", Detail: []views.Detail{{Name: "reason", Value: "x"}}}}}),
 		"exports": views.Exports(views.ExportsPage{Page: rita, Formats: []views.Option{{Value: "csv", Label: "CSV"}}, Error: "Choose CSV or NDJSON."}),
 		"admin": views.Admin(views.AdminPage{Page: rita, MayCreateTenants: true, NewKey: &views.NewKeyInfo{Secret: "idg_secret"},
 			Keys: []views.KeyRow{{ID: "key_1", Prefix: "idg_abcdefgh"}}, TenantOptions: []views.Option{{Value: "acme", Label: "acme"}}}),

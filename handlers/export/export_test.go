@@ -267,7 +267,7 @@ func TestExportNDJSON(t *testing.T) {
 			sum := sha256.Sum256(body)
 			assert.Equal(t, hex.EncodeToString(sum[:]), tr.ExportSHA256)
 
-			e, err := tr.AuditEntry.Model()
+			e, err := tr.AuditEntry.Entry()
 			require.NoError(t, err)
 			assert.Equal(t, e.Hash, e.ComputeHash(), "the entry recomputes offline")
 			assert.Equal(t, "user:ann@example.com", e.Actor)

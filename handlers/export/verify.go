@@ -184,7 +184,7 @@ func checkAnchor(t *Trailer, v *Verified, s *fileScan) []string {
 		p = append(p, fmt.Sprintf("the lines before the trailer hash to %s, the trailer records %s (a line was edited, added or removed)",
 			v.SHA256, t.ExportSHA256))
 	}
-	e, err := t.AuditEntry.Model()
+	e, err := t.AuditEntry.Entry()
 	if err != nil {
 		return append(p, err.Error())
 	}
