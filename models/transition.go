@@ -1,11 +1,16 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
 )
+
+// ErrIllegalTransition is what the ledger answers a transition SPEC §2 does not allow. No
+// exported function asks for one; it is the state machine's last line of defence.
+var ErrIllegalTransition = errors.New("illegal transition")
 
 // change is one state transition: a compare-and-set on the current state (and on the fencing
 // token when a worker writes) plus its event, in the caller's transaction.
@@ -27,7 +32,7 @@ type change struct {
 // Zero rows touched means someone else decided first: CodeStale.
 func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change) error {
 	if !CanTransition(c.from, c.to) {
-		return fmt.Errorf("ledger: illegal transition %s → %s for %s", c.from, c.to, op.ID)
+		return fmt.Errorf("ledger: %s → %s for %s: %w", c.from, c.to, op.ID, ErrIllegalTransition)
 	}
 	next := *op
 	next.State, next.UpdatedAt = c.to, now
