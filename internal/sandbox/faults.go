@@ -222,12 +222,18 @@ func (s *Sandbox) hold(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		d = maxHang
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	var over <-chan time.Time
+	if s.after != nil {
+		over = s.after(d)
+	} else {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		over = t.C
+	}
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-over:
 		return true
 	case <-release:
 		return true

@@ -1,8 +1,13 @@
 package sandbox_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,76 +92,173 @@ func TestErrorModes(t *testing.T) {
 	}
 }
 
+// handTimer is a sandbox timer the test works by hand: every delay or hang the sandbox begins is
+// announced on began, with its duration, and lasts until the test fires it.
+type handTimer struct{ began chan heldRequest }
+
+type heldRequest struct {
+	d    time.Duration
+	fire chan time.Time
+}
+
+func (h handTimer) after(d time.Duration) <-chan time.Time {
+	held := heldRequest{d: d, fire: make(chan time.Time, 1)}
+	h.began <- held
+	return held.fire
+}
+
+// timed is a sandbox on the hand timer, with a client that opens a connection per request and
+// a feed of the paths whose handlers have returned.
+type timed struct {
+	sb     *sandbox.Sandbox
+	c      client
+	timer  handTimer
+	served chan string
+}
+
+func startTimed(t *testing.T) timed {
+	t.Helper()
+	tm := timed{timer: handTimer{began: make(chan heldRequest)}, served: make(chan string, 16)}
+	tm.sb = sandbox.New(sandbox.WithTimer(tm.timer.after))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { tm.served <- r.URL.Path }()
+		tm.sb.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		tm.sb.ClearFaults() // frees what a failed test left held
+		srv.Close()
+	})
+	tm.c = client{t: t, base: srv.URL, hc: fresh(0)}
+	return tm
+}
+
+// send sends a request in the background; its error (nil when answered) arrives on the
+// channel. Cancelling ctx is the caller giving up.
+func (tm timed) send(ctx context.Context, path, body string) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, tm.c.base+path, strings.NewReader(body))
+		if err == nil {
+			var resp *http.Response
+			if resp, err = tm.c.hc.Do(req); err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+		}
+		errc <- err
+	}()
+	return errc
+}
+
+// recv receives from ch. The bound only keeps a broken sandbox from hanging the suite; no
+// assertion depends on how long anything took.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// unanswered checks that a request got no answer because the sandbox closed the connection,
+// not because the caller gave up.
+func unanswered(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("the caller got an answer; want a closed connection")
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the caller gave up (%v); want the sandbox to close the connection", err)
+	}
+}
+
+// A hang without a delay holds the request until the caller gives up (bounded by maxHang),
+// and commits nothing.
 func TestHang(t *testing.T) {
-	sb, c := start(t)
-	c = c.with(fresh(200 * time.Millisecond))
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang, Path: "/refunds"})
-	began := time.Now()
-	if _, _, err := c.do("POST", "/refunds", refundBody); err == nil {
-		t.Fatal("the caller got an answer; want a timeout")
+	tm := startTimed(t)
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang, Path: "/refunds"})
+	ctx, giveUp := context.WithCancel(t.Context())
+	errc := tm.send(ctx, "/refunds", refundBody)
+	if held := recv(t, tm.timer.began, "the request to be held"); held.d != 5*time.Minute {
+		t.Errorf("held for %v, want maxHang", held.d)
 	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("took %v", d)
+	giveUp()
+	if err := recv(t, errc, "the caller's outcome"); err == nil {
+		t.Fatal("the caller got an answer; want none")
 	}
-	wantCommitted(t, sb, "refunds", 0)
+	if p := recv(t, tm.served, "the handler to return"); p != "/refunds" {
+		t.Fatalf("served %s", p)
+	}
+	wantCommitted(t, tm.sb, "refunds", 0)
 }
 
 func TestHangAfterCommit(t *testing.T) {
-	sb, c := start(t)
-	c = c.with(fresh(200 * time.Millisecond))
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHangAfterCommit, Path: "/refunds"})
-	if _, _, err := c.do("POST", "/refunds", refundBody); err == nil {
-		t.Fatal("the caller got an answer; want a timeout")
+	tm := startTimed(t)
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHangAfterCommit, Path: "/refunds"})
+	ctx, giveUp := context.WithCancel(t.Context())
+	errc := tm.send(ctx, "/refunds", refundBody)
+	recv(t, tm.timer.began, "the request to be held")
+	wantCommitted(t, tm.sb, "refunds", 1) // committed, then held
+	giveUp()
+	if err := recv(t, errc, "the caller's outcome"); err == nil {
+		t.Fatal("the caller got an answer; want none")
 	}
-	wantCommitted(t, sb, "refunds", 1)
+	wantCommitted(t, tm.sb, "refunds", 1)
 }
 
+// A hang with a delay holds the request for that delay, then closes the connection unanswered.
 func TestHangWithDelayClosesUnanswered(t *testing.T) {
-	sb, c := start(t)
-	c = c.with(fresh(5 * time.Second))
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang, Delay: 100 * time.Millisecond})
-	began := time.Now()
-	if _, _, err := c.do("POST", "/tickets", `{"subject":"s"}`); err == nil {
-		t.Fatal("the caller got an answer; want a closed connection")
+	tm := startTimed(t)
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang, Delay: 100 * time.Millisecond})
+	errc := tm.send(t.Context(), "/tickets", `{"subject":"s"}`)
+	held := recv(t, tm.timer.began, "the request to be held")
+	if held.d != 100*time.Millisecond {
+		t.Errorf("held for %v, want the fault's delay", held.d)
 	}
-	if d := time.Since(began); d < 100*time.Millisecond || d > 2*time.Second {
-		t.Errorf("closed after %v, want about 100ms", d)
-	}
-	wantCommitted(t, sb, "tickets", 0)
+	held.fire <- time.Now()
+	unanswered(t, recv(t, errc, "the caller's outcome"))
+	wantCommitted(t, tm.sb, "tickets", 0)
 }
 
 func TestClearFaultsReleasesHang(t *testing.T) {
-	sb, c := start(t)
-	c = c.with(fresh(5 * time.Second))
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang})
-	time.AfterFunc(100*time.Millisecond, sb.ClearFaults)
-	began := time.Now()
-	if _, _, err := c.do("POST", "/tickets", `{"subject":"s"}`); err == nil {
-		t.Fatal("the caller got an answer; want a closed connection")
-	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("released after %v", d)
-	}
+	tm := startTimed(t)
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHang})
+	errc := tm.send(t.Context(), "/tickets", `{"subject":"s"}`)
+	recv(t, tm.timer.began, "the request to be held") // held, and its timer never fires
+	tm.sb.ClearFaults()
+	unanswered(t, recv(t, errc, "the caller's outcome"))
 }
 
 func TestDelay(t *testing.T) {
-	sb, c := start(t)
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Delay: 150 * time.Millisecond, Count: 1})
-	began := time.Now()
-	resp, b := c.must("POST", "/tickets", `{"subject":"s"}`)
-	wantStatus(t, resp, b, 201)
-	if d := time.Since(began); d < 150*time.Millisecond {
-		t.Errorf("answered after %v, want at least 150ms", d)
+	tm := startTimed(t)
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Delay: 150 * time.Millisecond, Count: 1})
+	errc := tm.send(t.Context(), "/tickets", `{"subject":"s"}`)
+	held := recv(t, tm.timer.began, "the request to be held")
+	if held.d != 150*time.Millisecond {
+		t.Errorf("delayed for %v, want the fault's delay", held.d)
 	}
-	wantCommitted(t, sb, "tickets", 1)
+	wantCommitted(t, tm.sb, "tickets", 0) // nothing happens during the delay
+	held.fire <- time.Now()
+	if err := recv(t, errc, "the caller's outcome"); err != nil {
+		t.Fatalf("after the delay the request is served: %v", err)
+	}
+	recv(t, tm.served, "the handler to return")
+	wantCommitted(t, tm.sb, "tickets", 1)
 
 	// A caller that gives up during the delay is not served: nothing commits.
-	sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Delay: 300 * time.Millisecond, Count: 1})
-	if _, _, err := c.with(fresh(50*time.Millisecond)).do("POST", "/tickets", `{"subject":"s"}`); err == nil {
-		t.Fatal("want a client timeout")
+	tm.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Delay: 300 * time.Millisecond, Count: 1})
+	ctx, giveUp := context.WithCancel(t.Context())
+	errc = tm.send(ctx, "/tickets", `{"subject":"s"}`)
+	recv(t, tm.timer.began, "the request to be held")
+	giveUp()
+	if err := recv(t, errc, "the caller's outcome"); err == nil {
+		t.Fatal("want no answer for a caller that gave up")
 	}
-	time.Sleep(400 * time.Millisecond)
-	wantCommitted(t, sb, "tickets", 1)
+	recv(t, tm.served, "the handler to return") // the handler is done, and did not commit
+	wantCommitted(t, tm.sb, "tickets", 1)
 }
 
 func TestCountAndFilters(t *testing.T) {

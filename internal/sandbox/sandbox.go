@@ -54,6 +54,8 @@ type Sandbox struct {
 	faults  []*activeFault
 	applied int           // faults applied so far, for /_stats
 	release chan struct{} // closed by ClearFaults to free requests held by hang faults
+	// after, when set, replaces the real timer of delays and hangs (WithTimer).
+	after func(time.Duration) <-chan time.Time
 
 	tickets    []*ticket
 	ticketKeys map[string]storedReply // Idempotency-Key → the answer first given for it
@@ -64,15 +66,29 @@ type Sandbox struct {
 	nextTicket, nextRefund, nextEmail int
 }
 
+// Option configures a Sandbox.
+type Option func(*Sandbox)
+
+// WithTimer makes delays and hangs end when the channel after(d) delivers, instead of after d
+// of real time: a test then decides when a delay is over, and knows when one has begun,
+// without sleeping.
+func WithTimer(after func(d time.Duration) <-chan time.Time) Option {
+	return func(s *Sandbox) { s.after = after }
+}
+
 // New returns an empty sandbox with no faults.
-func New() *Sandbox {
-	return &Sandbox{
+func New(opts ...Option) *Sandbox {
+	s := &Sandbox{
 		release:    make(chan struct{}),
 		ticketKeys: make(map[string]storedReply),
 		nextTicket: 1001,
 		nextRefund: 5001,
 		nextEmail:  1,
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // call is what a resource handler sees of a request: the body is already read, so faults can
