@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,17 +159,25 @@ func TestBrowserReviewQueueRefreshKeepsTyping(t *testing.T) {
 	)
 	require.Equal(t, 1, rows())
 
+	// Count the refresh ticks from here on: each one that finds someone typing schedules the
+	// next instead of reloading the list.
+	run(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { window.refreshTicks = 0;
+		const every = parseInt(document.querySelector('[data-auto-refresh]').getAttribute('data-refresh-ms'), 10);
+		const setTimeout = window.setTimeout;
+		window.setTimeout = function (fn, ms) { if (ms === every) { window.refreshTicks++; } return setTimeout.apply(window, arguments); };
+	})()`))
 	con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "second", Tool: "refunds.issue",
 		Params: `{"amount_cents":2,"currency":"EUR","order_id":"2"}`, Unknown: true, Review: true})
-	time.Sleep(time.Second) // five refresh periods
-	assert.Equal(t, "Checked with the bank: the refu", value(t, ctx, chromedp.Value(testID("reason"))), "the half-typed reason is kept")
+	// Five ticks after the second review exists: five refreshes that would have shown it.
+	ticks := value(t, ctx, chromedp.Evaluate[int](`window.refreshTicks`))
+	run(t, ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`window.refreshTicks >= %d`, ticks+5)))
+	// Read without waiting for the field: a refresh would have removed it.
+	typed := value(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="reason"]')?.value ?? "(the field is gone)"`))
+	assert.Equal(t, "Checked with the bank: the refu", typed, "the half-typed reason is kept")
 	assert.Equal(t, 1, rows(), "no refresh while typing")
 
 	run(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('[data-testid="reason"]');
-		f.value = ''; f.blur(); })()`))
-	deadline := time.Now().Add(10 * time.Second)
-	for rows() != 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+		f.value = ''; f.blur(); })()`),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('[data-testid="review-row"]').length === 2`))
 	assert.Equal(t, 2, rows(), "the list refreshed once nobody was typing")
 }
