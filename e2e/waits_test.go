@@ -204,10 +204,23 @@ func TestCancelPendingRetry(t *testing.T) {
 		assert.Equal(t, "cancelled", errorMember(t, cancelled)["class"])
 		assert.Nil(t, cancelled["next_attempt_at"])
 
-		// Past the time the retry was due, nothing more reached the downstream.
-		time.Sleep(time.Until(next) + 200*time.Millisecond)
-		assert.Len(t, g.Sandbox.Requests("/refunds"), 1)
-		assert.Equal(t, 0, g.Sandbox.Committed("refunds"))
+		// A second refund, throttled the same way but later, is due after the cancelled retry
+		// would have been. Once the dispatcher has run its retry, it has claimed due work past
+		// the cancelled one's time, which it would have claimed with it.
+		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeThrottle, Path: "/refunds", Count: 1, RetryAfter: 2})
+		r = g.Submit(t, "order-9:refund", "refunds.issue", refundParams, map[string]string{"Prefer": "wait=0"})
+		later := requireOp(t, r, http.StatusAccepted)["id"].(string)
+		due, err := time.Parse(time.RFC3339Nano, waitState(t, g, later, "PENDING", 5*time.Second)["next_attempt_at"].(string))
+		require.NoError(t, err)
+		require.False(t, due.Before(next), "the second retry is due at %s, not before the cancelled one's %s", due, next)
+		waitState(t, g, later, "SUCCEEDED", 30*time.Second)
+
+		sent := map[string]int{}
+		for _, q := range g.Sandbox.Requests("/refunds") {
+			sent[q.Header.Get("X-Idemgate-Operation")]++
+		}
+		assert.Equal(t, map[string]int{id: 1, later: 2}, sent, "the cancelled retry never reached the downstream")
+		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "only the second refund")
 		assert.Equal(t, "FAILED_FINAL", getOp(t, g, g.Key, id).JSON(t)["state"])
 	})
 }
