@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -30,6 +31,8 @@ type Client struct {
 	max      time.Duration
 	maxTries int
 	jitter   func(n int64) int64 // uniform in [0, n)
+	// pause waits d between tries, or until ctx ends (sleep; tests see each wait instead).
+	pause func(ctx context.Context, d time.Duration) error
 }
 
 // Option changes a Client.
@@ -72,7 +75,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL %q is not an absolute http(s) URL", baseURL)
 	}
 	c := &Client{base: u, apiKey: apiKey, http: &http.Client{}, wait: DefaultWait,
-		initial: DefaultInitialBackoff, max: DefaultMaxBackoff, jitter: rand.Int64N}
+		initial: DefaultInitialBackoff, max: DefaultMaxBackoff, jitter: rand.Int64N, pause: sleep}
 	for _, opt := range opts {
 		opt(c)
 	}

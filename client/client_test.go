@@ -35,7 +35,8 @@ func TestDoRetriesTheSameKey(t *testing.T) {
 		problem(http.StatusServiceUnavailable, "ledger-unavailable", 1, ""),
 		operation(http.StatusOK, "SUCCEEDED", "Idempotent-Replayed", "true"),
 	)
-	op, err := newClient(t, f.URL, "idg_test").Do(t.Context(), "tickets.create", ticket, client.Key("wf-1", "create-ticket"))
+	waits := &pauses{f: f}
+	op, err := newClient(t, f.URL, "idg_test", client.WithPause(waits.record)).Do(t.Context(), "tickets.create", ticket, client.Key("wf-1", "create-ticket"))
 	require.NoError(t, err)
 	assert.Equal(t, client.StateSucceeded, op.State)
 	assert.True(t, op.Replayed)
@@ -48,8 +49,13 @@ func TestDoRetriesTheSameKey(t *testing.T) {
 		assert.Equal(t, reqs[0].body, r.body, "try %d: the same request every time", i)
 		assert.JSONEq(t, `{"tool":"tickets.create","params":{"subject":"Printer on fire"},"workflow_run_id":"wf-1","step_id":"create-ticket"}`, r.body)
 		assert.Equal(t, "wait=10", r.prefer)
-		if i > 0 && reqs[i-1].step >= 1 && reqs[i-1].step <= 3 {
-			assert.GreaterOrEqual(t, r.at.Sub(reqs[i-1].at), time.Second, "try %d came before the Retry-After of the one before", i)
+		if i == 0 {
+			continue
+		}
+		waited := waits.before(i)
+		require.Len(t, waited, 1, "try %d follows one wait", i)
+		if reqs[i-1].step >= 1 && reqs[i-1].step <= 3 {
+			assert.GreaterOrEqual(t, waited[0], time.Second, "try %d came before the Retry-After of the one before", i)
 		}
 	}
 }
@@ -62,7 +68,8 @@ func TestDoPollsUntilTerminal(t *testing.T) {
 		operation(http.StatusOK, "RUNNING"),
 		operation(http.StatusOK, "SUCCEEDED"),
 	)
-	op, err := newClient(t, f.URL, "idg_test").Do(t.Context(), "tickets.create", ticket, client.Key("wf-1", "create-ticket"))
+	waits := &pauses{f: f}
+	op, err := newClient(t, f.URL, "idg_test", client.WithPause(waits.record)).Do(t.Context(), "tickets.create", ticket, client.Key("wf-1", "create-ticket"))
 	require.NoError(t, err)
 	assert.Equal(t, client.StateSucceeded, op.State)
 	assert.False(t, op.Replayed)
@@ -76,7 +83,11 @@ func TestDoPollsUntilTerminal(t *testing.T) {
 		assert.Equal(t, http.MethodGet, r.method)
 		assert.Equal(t, "/v1/operations/"+opID, r.path)
 	}
-	assert.GreaterOrEqual(t, reqs[1].at.Sub(reqs[0].at), time.Second)
+	for i := 1; i < len(reqs); i++ {
+		waited := waits.before(i)
+		require.Len(t, waited, 1, "poll %d follows one wait", i)
+		assert.GreaterOrEqual(t, waited[0], time.Second, "poll %d came before the 202's Retry-After", i)
+	}
 }
 
 // TestDoReturnsFinalProblems: a problem that another try cannot change is returned at once, as

@@ -74,7 +74,7 @@ func (c *Client) Wait(ctx context.Context, op *Operation) (*Operation, error) {
 func (c *Client) poll(ctx context.Context, op *Operation, hint time.Duration) (*Operation, error) {
 	replayed := op.Replayed
 	for try := 0; !op.State.Terminal(); try++ {
-		if err := sleep(ctx, c.backoff(try, hint)); err != nil {
+		if err := c.pause(ctx, c.backoff(try, hint)); err != nil {
 			return op, op.outcome(err)
 		}
 		fresh, err := c.Get(ctx, op.ID)
@@ -130,7 +130,7 @@ func (c *Client) exchange(ctx context.Context, what string, send func() (answer,
 			return answer{}, fmt.Errorf("client: %s: gave up after %d tries; the outcome is open, so ask again later "+
 				"with the same key: %w", what, try+1, last)
 		}
-		if err := sleep(ctx, c.backoff(try, retryAfter)); err != nil {
+		if err := c.pause(ctx, c.backoff(try, retryAfter)); err != nil {
 			return answer{}, stopped(what, err, last)
 		}
 	}

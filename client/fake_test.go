@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,7 +29,6 @@ type step func(w http.ResponseWriter, r *http.Request)
 type seen struct {
 	method, path, query string
 	key, prefer, body   string
-	at                  time.Time
 	step                int
 }
 
@@ -46,7 +46,7 @@ func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	i := min(len(f.seen), len(f.steps)-1)
 	f.seen = append(f.seen, seen{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, key: r.Header.Get("Idempotency-Key"),
-		prefer: r.Header.Get("Prefer"), body: string(body), at: time.Now(), step: i})
+		prefer: r.Header.Get("Prefer"), body: string(body), step: i})
 	s := f.steps[i]
 	f.mu.Unlock()
 	s(w, r)
@@ -116,4 +116,39 @@ func problem(status int, slug string, retryAfter int, state string) step {
 		fmt.Fprintf(w, `{"type":"/problems/%s","title":"%s","status":%d,"detail":"%s happened"%s}`,
 			slug, http.StatusText(status), status, slug, extra)
 	}
+}
+
+// pauses records every wait the client asks for, with how many requests the fake had read by
+// then, and skips it: what a test checks is what the client asked to wait, not the time that
+// passed.
+type pauses struct {
+	f    *fakeGateway
+	mu   sync.Mutex
+	list []pause
+}
+
+type pause struct {
+	d     time.Duration
+	after int // requests the fake had read when the client paused
+}
+
+func (p *pauses) record(ctx context.Context, d time.Duration) error {
+	n := len(p.f.requests())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, pause{d: d, after: n})
+	return ctx.Err()
+}
+
+// before returns the waits the client asked for between request i-1 and request i.
+func (p *pauses) before(i int) []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []time.Duration
+	for _, w := range p.list {
+		if w.after == i {
+			out = append(out, w.d)
+		}
+	}
+	return out
 }

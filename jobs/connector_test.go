@@ -85,13 +85,13 @@ func TestConnectorHangPastTimeoutIsAmbiguous(t *testing.T) {
 
 	call := postCall(srv.URL + "/tickets")
 	call.Timeout = 200 * time.Millisecond
-	start := time.Now()
 	r := jobs.NewConnector().Do(context.Background(), call)
+	// The server answers only once released, and that happens after Do returns: Do came back
+	// because the call's timeout ended the wait, the one deadline in play.
 	require.Error(t, r.Err)
-	assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+	assert.ErrorIs(t, r.Err, context.DeadlineExceeded, "the call timeout bounds the wait")
 	assert.True(t, r.Wrote)
 	assert.Equal(t, jobs.Ambiguous, classify(r))
-	assert.Less(t, time.Since(start), 3*time.Second, "the call timeout bounds the wait")
 }
 
 func TestConnectorRetryAfter(t *testing.T) {
