@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/sandbox"
+	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
@@ -83,10 +84,13 @@ func TestPreferWait(t *testing.T) {
 			requireRetryAfter(t, r)
 
 			// A duplicate with its own, long enough wait waits for the original.
-			started := time.Now()
+			waits := waitsEnded(t, g)
 			dup := g.Submit(t, "wait-0", "tickets.create", ticketParams, map[string]string{"Prefer": "wait=5"})
 			replay := requireOp(t, dup, http.StatusOK)
-			assert.Less(t, time.Since(started), 5*time.Second, "the duplicate must be woken by the outcome, not by its wait")
+			ended := waitsEnded(t, g)
+			assert.Equal(t, waits[jobs.WaitDeadline], ended[jobs.WaitDeadline], "the duplicate's wait did not run out")
+			assert.Equal(t, waits[jobs.WaitNotified]+waits[jobs.WaitPolled]+1, ended[jobs.WaitNotified]+ended[jobs.WaitPolled],
+				"the duplicate was woken by the outcome")
 			assert.Equal(t, "true", dup.Header.Get("Idempotent-Replayed"))
 			assert.Equal(t, op["id"], replay["id"])
 			assert.Equal(t, "SUCCEEDED", replay["state"])
@@ -223,4 +227,15 @@ func TestCancelPendingRetry(t *testing.T) {
 		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "only the second refund")
 		assert.Equal(t, "FAILED_FINAL", getOp(t, g, g.Key, id).JSON(t)["state"])
 	})
+}
+
+// waitsEnded reads idemgate_waits_total from the gateway's metrics, by what ended the waits.
+func waitsEnded(t *testing.T, g *gatewaytest.Gateway) map[string]float64 {
+	t.Helper()
+	text := string(g.Do(t, http.MethodGet, "/metrics", "", nil, "").Body)
+	out := map[string]float64{}
+	for _, by := range []string{jobs.WaitNotified, jobs.WaitPolled, jobs.WaitDeadline, jobs.WaitCancelled} {
+		out[by] = metricValue(t, text, "idemgate_waits_total", `{ended_by="`+by+`"}`)
+	}
+	return out
 }

@@ -27,12 +27,16 @@ const DefaultLeaseMargin = 10 * time.Second
 type Meter interface {
 	Attempt(tool, class string, latency time.Duration)
 	Probe(tool, outcome string)
+	// Waited counts a wait for an operation (a duplicate's, or the original's beyond its
+	// attempt) by what ended it: WaitNotified, WaitPolled, WaitDeadline or WaitCancelled.
+	Waited(endedBy string)
 }
 
 type noMeter struct{}
 
 func (noMeter) Attempt(string, string, time.Duration) {}
 func (noMeter) Probe(string, string)                  {}
+func (noMeter) Waited(string)                         {}
 
 // Executor runs claimed attempts: it sends the request, classifies the outcome, applies the
 // retry policy and records the result, fenced by the claim's token.

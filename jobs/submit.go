@@ -82,15 +82,31 @@ const (
 	maxPollInterval = 2 * time.Second
 )
 
+// What ended a wait (Meter.Waited): a change notice (from this process, or another replica's
+// through the ledger's listener) after which the operation was settled; a read on the poll
+// timer, or the first read, that found it settled; the wait running out; or the request going
+// away.
+const (
+	WaitNotified  = "notified"
+	WaitPolled    = "polled"
+	WaitDeadline  = "deadline"
+	WaitCancelled = "cancelled"
+)
+
 // Wait returns op once it is terminal, or waits for people (approval, or an UNKNOWN outcome
 // no code can reconcile), or wait has passed, whichever comes first. Changes made in this
 // process wake it at once; those of other replicas through the ledger's listener or polling.
 func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Duration) (*models.Operation, error) {
+	if e.settled(op) {
+		return op, nil // nothing to wait for: not counted as a wait
+	}
 	deadline := time.Now().Add(wait)
 	poll := pollInterval
+	woke := WaitPolled
 	for !e.settled(op) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
+			e.meter.Waited(WaitDeadline)
 			return op, nil
 		}
 		changed, unsubscribe := e.ledger.Changes().Subscribe(op.ID)
@@ -110,16 +126,20 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 		timer := time.NewTimer(min(jittered, remaining))
 		select {
 		case <-changed:
+			woke = WaitNotified
 		case <-timer.C:
+			woke = WaitPolled
 			poll = min(poll*2, maxPollInterval)
 		case <-ctx.Done():
 		}
 		timer.Stop()
 		unsubscribe()
 		if ctx.Err() != nil {
+			e.meter.Waited(WaitCancelled)
 			return op, nil
 		}
 	}
+	e.meter.Waited(woke)
 	return op, nil
 }
 

@@ -35,6 +35,7 @@ func exposed(t *testing.T) map[string]bool {
 	m.Request("created")
 	m.Attempt("tickets.create", "succeeded", time.Millisecond)
 	m.Probe("tickets.create", "found")
+	m.Waited("notified")
 	m.HTTP("GET", "/healthz", 200, time.Millisecond)
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ type Metrics struct {
 	attempts     *prometheus.CounterVec
 	exhausted    *prometheus.CounterVec
 	reconciles   *prometheus.CounterVec
+	waits        *prometheus.CounterVec
 	downstream   *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -44,6 +45,7 @@ func New(tools []string, log *slog.Logger) *Metrics {
 	m.attempts = f.counter("idemgate_attempts_total", "Downstream attempts by outcome class.", "tool", "class")
 	m.exhausted = f.counter("idemgate_retries_exhausted_total", "Operations whose automatic retries ran out.", "tool")
 	m.reconciles = f.counter("idemgate_reconciliations_total", "Reconcile probes by outcome.", "tool", "outcome")
+	m.waits = f.counter("idemgate_waits_total", "Waits of requests for an operation's outcome, by what ended them: notified, polled, deadline or cancelled.", "ended_by")
 	m.downstream = f.histogram("idemgate_downstream_duration_seconds", "Latency of downstream attempts.", "tool", "class")
 	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
 	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
@@ -98,6 +100,9 @@ func (m *Metrics) Attempt(tool, class string, latency time.Duration) {
 func (m *Metrics) Probe(tool, outcome string) {
 	m.reconciles.WithLabelValues(m.tool(tool), outcome).Inc()
 }
+
+// Waited counts a request's wait for an operation's outcome by what ended it.
+func (m *Metrics) Waited(endedBy string) { m.waits.WithLabelValues(endedBy).Inc() }
 
 // HTTP records one served request. route is the matched route pattern, never the raw path.
 func (m *Metrics) HTTP(method, route string, code int, d time.Duration) {
