@@ -21,7 +21,7 @@ func TestLeaseReaper(t *testing.T) {
 		base, c := setup(t, d)
 		start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 		now := start
-		l := models.New(base.DB(), d, func() time.Time { return now })
+		l := models.New(models.Config{DB: base.DB(), Dialect: d, Now: func() time.Time { return now }})
 		ctx := context.Background()
 		claim := func(key string, lease time.Duration) models.Claimed {
 			in := newOp(c, key)

@@ -131,7 +131,7 @@ func forge(t *testing.T, file []byte) []byte {
 	detail["export_sha256"] = digest
 	b, err := json.Marshal(detail)
 	require.NoError(t, err)
-	e, err := tr.AuditEntry.Model()
+	e, err := tr.AuditEntry.Entry()
 	require.NoError(t, err)
 	e.Detail = string(b)
 	e.Hash = e.ComputeHash()
