@@ -50,6 +50,7 @@ type Executor struct {
 	now       func() time.Time
 	log       *slog.Logger
 	tracer    trace.Tracer
+	reads     *sharedReads
 
 	// base outlives requests: an attempt started for a request that gives up waiting still
 	// finishes and is recorded. It is cancelled only when shutdown's grace period ends.
@@ -94,7 +95,8 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	base, stop := context.WithCancel(context.Background())
 	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
 		margin: cfg.LeaseMargin, meter: cfg.Meter, now: cfg.Now, log: cfg.Log, tracer: tracerFrom(cfg.TracerProvider),
-		base: base, stopBase: stop}
+		reads: newSharedReads(cfg.Ledger.Get),
+		base:  base, stopBase: stop}
 }
 
 // Worker is this executor's name in leases and timelines.

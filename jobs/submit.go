@@ -110,8 +110,9 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 			return op, nil
 		}
 		changed, unsubscribe := e.ledger.Changes().Subscribe(op.ID)
-		// Read after subscribing, so a change committed in between is not missed.
-		fresh, err := e.ledger.Get(ctx, op.Tenant, op.ID)
+		// Read after subscribing, so a change committed in between is not missed; waiters
+		// of the same operation share the read.
+		fresh, err := e.reads.get(ctx, op.Tenant, op.ID, time.Now())
 		if err != nil {
 			unsubscribe()
 			return nil, err

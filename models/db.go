@@ -2,6 +2,8 @@ package models
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"gorm.io/plugin/dbresolver"
 )
 
 // Dialect names the database engine behind a ledger.
@@ -38,6 +41,9 @@ type Options struct {
 	// QueryTracer sees every statement sent to PostgreSQL, BEGIN and COMMIT included, whether
 	// it came through GORM or the ledger's direct reads (tests count round trips with it).
 	QueryTracer pgx.QueryTracer
+	// WrapSQLite, when set, wraps both of SQLite's connection pools, the writer's and the
+	// readers' (tests count round trips with it: SQLite's driver has no tracer).
+	WrapSQLite func(gorm.ConnPool) gorm.ConnPool
 }
 
 // OpenWith is Open with options.
@@ -68,25 +74,98 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect,
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		return db, Postgres, nil
 	}
+	return openSQLite(ctx, dsn, cfg, opts)
+}
+
+// sqliteReaders is how many connections read an SQLite ledger beside its one writer.
+const sqliteReaders = 4
+
+// openSQLite opens an SQLite ledger as two pools over one file: one connection that every
+// transaction and write goes through, and a few read-only connections for the statements
+// outside transactions (GORM's dbresolver sends each where it belongs). SQLite has one
+// writer; a single writing connection serialises our transactions in-process, which avoids
+// SQLITE_BUSY on lock upgrades (other processes wait on busy_timeout). WAL lets the readers
+// proceed beside it. Without the readers, reads and writes queue for the one connection, and
+// database/sql hands a freed connection to a random waiter: a storm of a thousand duplicate
+// requests polling their operation kept the write that would settle it waiting for seconds.
+func openSQLite(ctx context.Context, dsn string, cfg *gorm.Config, opts Options) (*gorm.DB, Dialect, error) {
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+	readPath := path
 	if !strings.Contains(path, "?") {
 		// WAL lets readers proceed beside the writer; busy_timeout makes a second process wait
 		// for the write lock instead of failing; foreign keys are off by default in SQLite.
-		path += "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+		const pragmas = "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+		path += pragmas
+		readPath += pragmas + "&_pragma=query_only(1)"
 	}
-	db, err := gorm.Open(sqlite.Open(path), cfg)
+	drv, err := sqliteDriver()
 	if err != nil {
+		return nil, "", err
+	}
+	// The writer first: its first connection switches the file to WAL before a reader, which
+	// may not write, opens it. Closing the writer's pool (the *sql.DB every caller reaches
+	// through db.DB()) closes the readers' too.
+	wc := &writerConnector{dsn: path, drv: drv}
+	writerDB := sql.OpenDB(wc)
+	readerDB := sql.OpenDB(&writerConnector{dsn: readPath, drv: drv})
+	wc.readers = readerDB
+	fail := func(err error) (*gorm.DB, Dialect, error) {
+		writerDB.Close()
 		return nil, "", fmt.Errorf("ledger: open sqlite %s: %w", dsn, err)
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, "", fmt.Errorf("ledger: sqlite pool: %w", err)
+	writerDB.SetMaxOpenConns(1)
+	readerDB.SetMaxOpenConns(sqliteReaders)
+	readerDB.SetMaxIdleConns(sqliteReaders)
+	if err := writerDB.PingContext(ctx); err != nil {
+		return fail(err)
 	}
-	// SQLite has one writer. A single connection serialises our transactions in-process, which
-	// avoids SQLITE_BUSY on lock upgrades; other processes wait on busy_timeout.
-	sqlDB.SetMaxOpenConns(1)
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return nil, "", fmt.Errorf("ledger: open sqlite %s: %w", dsn, err)
+	if err := readerDB.PingContext(ctx); err != nil {
+		return fail(err)
+	}
+	var writer, reader gorm.ConnPool = writerDB, readerDB
+	if opts.WrapSQLite != nil {
+		writer, reader = opts.WrapSQLite(writerDB), opts.WrapSQLite(readerDB)
+	}
+	db, err := gorm.Open(&sqlite.Dialector{DSN: path, Conn: writer}, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := db.Use(dbresolver.Register(dbresolver.Config{
+		Replicas: []gorm.Dialector{&sqlite.Dialector{DSN: readPath, Conn: reader}},
+	})); err != nil {
+		return fail(err)
 	}
 	return db, SQLite, nil
+}
+
+// sqliteDriver is the pure-Go SQLite driver registered under sqlite.DriverName.
+func sqliteDriver() (driver.Driver, error) {
+	db, err := sql.Open(sqlite.DriverName, "")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: sqlite driver: %w", err)
+	}
+	defer db.Close()
+	return db.Driver(), nil
+}
+
+// writerConnector opens connections to one SQLite file. The writer's also owns the readers'
+// pool: database/sql closes a pool's connector with the pool, so closing the writer closes
+// both, whoever holds the handle.
+type writerConnector struct {
+	dsn     string
+	drv     driver.Driver
+	readers *sql.DB
+}
+
+var _ driver.Connector = (*writerConnector)(nil)
+
+func (c *writerConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c *writerConnector) Driver() driver.Driver                        { return c.drv }
+
+// Close closes the readers' pool, if this is the writer's connector.
+func (c *writerConnector) Close() error {
+	if c.readers == nil {
+		return nil
+	}
+	return c.readers.Close()
 }

@@ -196,14 +196,15 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 		require.NoError(t, models.Migrate(context.Background(), db, d))
 		l = models.New(models.Config{DB: db, Dialect: d})
 	} else {
-		// SQLite's driver has no tracer: the connection pool GORM sends everything through
-		// is wrapped instead. A Session with a context clones the Statement, so the wrapper
-		// is installed on this handle and everything derived from it, and the original
-		// handle is left as it was.
-		db := testdb.Open(t, d)
-		counted := db.Session(&gorm.Session{Context: context.Background()})
-		counted.Statement.ConnPool = &countingPool{inner: db.Statement.ConnPool, rec: rec}
-		l = models.New(models.Config{DB: counted, Dialect: d})
+		// SQLite's driver has no tracer: both connection pools GORM sends statements
+		// through, the writer's and the readers', are wrapped instead.
+		db, _, err := models.OpenWith(context.Background(), testdb.DSN(t, d), models.Options{
+			WrapSQLite: func(p gorm.ConnPool) gorm.ConnPool { return &countingPool{inner: p, rec: rec} }})
+		require.NoError(t, err)
+		sqlDB, _ := db.DB()
+		t.Cleanup(func() { sqlDB.Close() })
+		require.NoError(t, models.Migrate(context.Background(), db, d))
+		l = models.New(models.Config{DB: db, Dialect: d})
 	}
 	ctx := context.Background()
 	_, err := l.CreateTenant(ctx, "acme")
