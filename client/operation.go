@@ -38,16 +38,19 @@ type Operation struct {
 	Result        json.RawMessage `json:"result"`
 	Error         *OperationError `json:"error"`
 	DownstreamRef string          `json:"downstream_ref"`
-	Attempts      int             `json:"attempts"`
-	NextAttemptAt *time.Time      `json:"next_attempt_at"`
-	Review        *Review         `json:"review"`
-	Compensates   string          `json:"compensates"`
-	CompensatedBy string          `json:"compensated_by"`
-	WorkflowRunID string          `json:"workflow_run_id"`
-	StepID        string          `json:"step_id"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-	CompletedAt   *time.Time      `json:"completed_at"`
+	// DownstreamKey is the key idemgate sends the downstream for this operation: the same
+	// for every attempt, and for the same key after the ledger lost its record.
+	DownstreamKey string     `json:"downstream_key"`
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	Review        *Review    `json:"review"`
+	Compensates   string     `json:"compensates"`
+	CompensatedBy string     `json:"compensated_by"`
+	WorkflowRunID string     `json:"workflow_run_id"`
+	StepID        string     `json:"step_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	CompletedAt   *time.Time `json:"completed_at"`
 
 	// Replayed reports that the gateway answered with an operation an earlier request under
 	// the same key had recorded (Idempotent-Replayed: true): nothing ran for this request.

@@ -110,7 +110,7 @@ func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string,
 		return jobs.SubmitResult{}, err
 	}
 	return a.Executor.Submit(ctx, jobs.SubmitRequest{
-		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
+		Caller: caller, Key: key, Tool: tool, Params: params,
 		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: wait,
 	})
 }
@@ -143,10 +143,29 @@ func (a *API) checkCall(caller *models.Caller, name string, params json.RawMessa
 		return nil, nil, problem(problems.MalformedBody, "params: %v", err)
 	}
 	if len(errs) > 0 {
-		return nil, nil, &Problem{Slug: problems.InvalidParams, Errors: errs,
+		return nil, nil, &Problem{Slug: problems.InvalidParams, Errors: scrubParamErrors(tool, params, errs),
 			Detail: fmt.Sprintf("params do not match the schema of %s", tool.Name)}
 	}
 	return tool, params, nil
+}
+
+// scrubParamErrors masks the sensitive values of params in the schema's messages, some of
+// which quote the value they refuse ("'4242 4242…' does not match pattern …").
+func scrubParamErrors(tool *catalog.Tool, params []byte, errs []catalog.ParamError) []catalog.ParamError {
+	if len(tool.SensitiveParams) == 0 {
+		return errs
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber()
+	var v map[string]any
+	if dec.Decode(&v) != nil {
+		return errs
+	}
+	secrets := tool.Secrets(v)
+	for i := range errs {
+		errs[i].Message = secrets.Text(errs[i].Message)
+	}
+	return errs
 }
 
 // decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate

@@ -6,7 +6,6 @@ import (
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/labstack/echo/v4"
 )
 
@@ -35,7 +34,7 @@ func (a *API) Compensate(c echo.Context) error {
 	}
 	prefer := headers.ParsePrefer(c.Request().Header.Values("Prefer"))
 	res, err := a.Executor.Submit(c.Request().Context(), jobs.SubmitRequest{
-		Caller: caller, Key: key, Tool: tool, Params: params, Fingerprint: fingerprint.Of(tool.Name, params),
+		Caller: caller, Key: key, Tool: tool, Params: params,
 		WorkflowRunID: deref(original.WorkflowRunID), Compensates: original.ID, Wait: prefer.Wait,
 	})
 	if models.ErrorCode(err) == models.CodeNotCompensable && models.ErrorOperation(err) == nil {
@@ -55,7 +54,7 @@ func (a *API) Compensate(c echo.Context) error {
 
 // compensation builds the compensating call of original and checks the caller may make it.
 func (a *API) compensation(caller *models.Caller, original *models.Operation) (*catalog.Tool, []byte, error) {
-	tool, params, err := jobs.CompensationCall(a.Catalog, original)
+	tool, params, err := a.Executor.CompensationCall(original)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,23 +8,27 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 )
 
-// operationPage builds the operation page's view model: params and result masked with the
-// tool's rules, and one timeline merging events with what their attempts recorded.
+// operationPage builds the operation page's view model from the operation's public view
+// (opview.Render, which every representation shows: params masked, what the downstream sent
+// back scrubbed before it was recorded), and one timeline merging events with what their
+// attempts recorded.
 func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.Time) views.OperationPage {
 	op := rec.Op
+	view := opview.Render(cat, op)
 	p := views.OperationPage{
-		Op: operationRow(op, now), Fingerprint: op.Fingerprint, Attempts: op.Attempts,
+		Op: operationRow(op, now), Fingerprint: view.Fingerprint, DownstreamKey: view.DownstreamKey, Attempts: op.Attempts,
 		NextAttemptAt: timePtr(op.NextAttemptAt, now), Completed: timePtr(op.CompletedAt, now),
-		DownstreamRef: deref(op.DownstreamRef),
+		DownstreamRef: deref(view.DownstreamRef),
 	}
-	if op.ErrorClass != nil {
-		p.Error = &views.OperationError{Kind: views.NoticeWarning, Class: *op.ErrorClass, Title: errorTitles[*op.ErrorClass],
-			Message: deref(op.ErrorMessage)}
+	if view.Error != nil {
+		p.Error = &views.OperationError{Kind: views.NoticeWarning, Class: view.Error.Class, Title: errorTitles[view.Error.Class],
+			Message: view.Error.Message}
 		if p.Error.Title == "" {
 			p.Error.Title = *op.ErrorClass
 		}
@@ -35,9 +39,9 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 			p.Error.DownstreamStatus = strconv.Itoa(*op.DownstreamStatus)
 		}
 	}
-	tool, known := cat.Get(op.Tool)
-	p.Params, p.ParamsNote = maskedDoc(tool, known, op.Params, op.PurgedAt != nil, "params")
-	p.Result, p.ResultNote = maskedDoc(tool, known, op.Result, op.PurgedAt != nil, "result")
+	_, known := cat.Get(op.Tool)
+	p.Params, p.ParamsNote = shownDoc(view.Params, op.Params, known, op.PurgedAt != nil, "params")
+	p.Result, p.ResultNote = shownDoc(view.Result, op.Result, true, op.PurgedAt != nil, "result")
 	p.Timeline = timeline(rec.Events, rec.Attempts, now)
 	p.Probes = probes(rec.Events, now)
 	for _, r := range rec.Reviews {
@@ -59,26 +63,22 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 	return p
 }
 
-// maskedDoc pretty-prints a stored JSON document with the tool's sensitive params masked. The
-// result is masked with the same rules, in case the downstream echoes a sensitive field. When
-// the tool is no longer in the catalogue its rules are unknown, so nothing is shown rather than
-// risk showing a secret.
-func maskedDoc(tool *catalog.Tool, known bool, doc *string, purged bool, what string) (string, string) {
+// shownDoc pretty-prints a member of the operation's public view, or says why there is none:
+// stored is what the ledger holds, known whether the tool's masking rules are.
+func shownDoc(doc json.RawMessage, stored *string, known, purged bool, what string) (string, string) {
 	switch {
-	case doc == nil && purged:
+	case stored == nil && purged:
 		return "", "Removed after the tool's retention period; the key, fingerprint and final state are kept."
-	case doc == nil:
+	case stored == nil:
 		return "", "No " + what + " recorded."
 	case !known:
 		return "", "Withheld: the tool is no longer in the catalogue, so which fields are sensitive is unknown."
-	}
-	masked, err := tool.MaskJSON([]byte(*doc))
-	if err != nil {
+	case bytes.Equal(doc, []byte("null")) && *stored != "null":
 		return "", "Withheld: the stored " + what + " could not be read to mask it."
 	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, masked, "", "  "); err != nil {
-		return string(masked), ""
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return string(doc), ""
 	}
 	return out.String(), ""
 }

@@ -34,21 +34,27 @@ func Compensable(cat *catalog.Catalog, original *models.Operation) (*catalog.Too
 }
 
 // CompensationCall builds the call that undoes original from its tool's compensation template:
-// the compensating tool and canonical params, validated against that tool's schema. An
+// the compensating tool and canonical params, validated against that tool's schema. The
+// template sees original's params as its downstream received them (opened, when sealed). An
 // operation that cannot be compensated (Compensable) is models.CodeNotCompensable, carrying
 // it. An operation already compensated still yields its call, so that a repeated request
 // replays the same compensation; the ledger refuses a second, different one when linking.
-func CompensationCall(cat *catalog.Catalog, original *models.Operation) (*catalog.Tool, []byte, error) {
+func (e *Executor) CompensationCall(original *models.Operation) (*catalog.Tool, []byte, error) {
+	cat := e.catalog
 	target, err := Compensable(cat, original)
 	if err != nil {
 		return nil, nil, err
 	}
 	refuse := func(format string, args ...any) error { return notCompensable(original, format, args...) }
 	tool, _ := cat.Get(original.Tool)
-	data := catalog.TemplateData{OperationID: original.ID, Key: original.Key, Tenant: original.Tenant}
-	data.Params, _ = decodeObject(original.Params)
+	data := catalog.TemplateData{OperationID: original.ID, DownstreamKey: original.DownstreamKeySent(), Key: original.Key, Tenant: original.Tenant}
+	clear, err := e.ledger.Params(original)
+	if err != nil {
+		return nil, nil, refuse("the operation's params cannot be read: %v", err)
+	}
+	data.Params, _ = decodeObject(clear)
 	if original.Result != nil {
-		data.Result, _ = decodeObject(original.Result) // a non-object result offers no fields
+		data.Result, _ = decodeObject([]byte(*original.Result)) // a non-object result offers no fields
 	}
 	rendered, err := tool.RenderCompensation(data)
 	if err != nil {
@@ -76,16 +82,17 @@ func notCompensable(op *models.Operation, format string, args ...any) error {
 // AWAITING_APPROVAL: another reviewer must approve it (four eyes) before it runs through the
 // same pipeline as any operation. A second proposal returns the same operation.
 func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Operation, actor string) (*models.Operation, error) {
-	tool, params, err := CompensationCall(e.catalog, original)
+	tool, params, err := e.CompensationCall(original)
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.ledger.Submit(ctx, models.NewOperation{
-		Tenant: original.Tenant, PrincipalID: actor, Key: CompensationKey(original.ID), Tool: tool.Name,
-		Fingerprint: fingerprint.Of(tool.Name, params), Params: params,
-		WorkflowRunID: deref(original.WorkflowRunID), Compensates: original.ID,
-		NeedsApproval: true, ReviewReason: models.ReasonCompensationApproval, Actor: actor,
-	})
+	in, err := e.newOperation(original.Tenant, CompensationKey(original.ID), tool, params)
+	if err != nil {
+		return nil, err
+	}
+	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor = actor, deref(original.WorkflowRunID), original.ID, actor
+	in.NeedsApproval, in.ReviewReason = true, models.ReasonCompensationApproval
+	s, err := e.ledger.Submit(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +100,7 @@ func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Ope
 }
 
 func decodeNumbers(raw []byte) any {
-	var s = string(raw)
-	m, err := decodeObject(&s)
+	m, err := decodeObject(raw)
 	if err != nil {
 		return nil
 	}

@@ -229,13 +229,24 @@ func (e *Executor) heartbeat(ctx context.Context, c models.Claimed) {
 // attempt sends one request and decides what follows.
 func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Claimed) models.AttemptOutcome {
 	op := c.Op
-	call, traceID, err := e.buildCall(ctx, tool, c)
+	cd, err := e.callData(tool, op)
 	if err != nil {
-		return models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
-			ErrorMessage: "cannot build the downstream request: " + err.Error()}
+		return cannotBuild(err)
+	}
+	if tool.ChecksBeforeSending() {
+		if out, done := e.lookFirst(ctx, tool, c, cd); done {
+			return out
+		}
+	}
+	call, traceID, err := e.buildCall(ctx, tool, c, cd)
+	if err != nil {
+		return cannotBuild(cd.secrets.Error(err))
 	}
 	resp := e.connector.Do(ctx, call)
 	class := Classify(resp.Status, resp.Wrote, resp.Err, resp.BodyErr)
+	// From here on the answer is scrubbed: nothing recorded, logged or traced shows an echo
+	// of a sensitive param.
+	resp = scrubbed(cd.secrets, resp)
 	e.meter.Attempt(tool.Name, string(class), resp.Latency)
 	d := Decide(PolicyInput{
 		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
@@ -256,37 +267,73 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 	return out
 }
 
-func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.Claimed) (Call, string, error) {
-	op := c.Op
-	params, err := decodeObject(op.Params)
+// cannotBuild is the outcome of an attempt whose request could not be made: nothing was sent,
+// and trying again would fail the same way.
+func cannotBuild(err error) models.AttemptOutcome {
+	return models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
+		ErrorMessage: "cannot build the downstream request: " + err.Error()}
+}
+
+// callData is what every request about one operation is built from.
+type callData struct {
+	raw     []byte           // the params in clear, as the downstream receives them
+	secrets *catalog.Secrets // their sensitive values, scrubbed from every answer
+	tmpl    catalog.TemplateData
+}
+
+func (e *Executor) callData(tool *catalog.Tool, op *models.Operation) (callData, error) {
+	raw, err := e.ledger.Params(op)
 	if err != nil {
-		return Call{}, "", err
+		return callData{}, err
 	}
-	url, err := tool.RenderURL(catalog.TemplateData{OperationID: op.ID, Key: op.Key, Tenant: op.Tenant, Params: params})
+	params, err := decodeObject(raw)
 	if err != nil {
-		return Call{}, "", err
+		return callData{}, err
 	}
+	return callData{raw: raw, secrets: tool.Secrets(params), tmpl: catalog.TemplateData{
+		OperationID: op.ID, DownstreamKey: op.DownstreamKeySent(), Key: op.Key, Tenant: op.Tenant, Params: params}}, nil
+}
+
+// downstreamHeaders are the headers every request about op carries (SPEC §4), but the
+// traceparent.
+func downstreamHeaders(op *models.Operation, requestID string) http.Header {
 	h := http.Header{}
 	h.Set("X-Idemgate-Operation", op.ID)
-	h.Set("X-Request-Id", c.Attempt.ID)
+	h.Set("X-Idemgate-Downstream-Key", op.DownstreamKeySent())
+	h.Set("X-Request-Id", requestID)
+	return h
+}
+
+func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.Claimed, cd callData) (Call, string, error) {
+	op := c.Op
+	url, err := tool.RenderURL(cd.tmpl)
+	if err != nil {
+		return Call{}, "", err
+	}
+	h := downstreamHeaders(op, c.Attempt.ID)
 	traceID := injectTraceparent(ctx, h)
 	if tool.HTTP.IdempotencyHeader != "" {
-		// The downstream key is the operation id: the same on every attempt of one operation.
-		h.Set(tool.HTTP.IdempotencyHeader, op.ID)
+		// The same on every attempt of one operation, and on the operation made anew after
+		// the ledger lost its record (SPEC §1).
+		h.Set(tool.HTTP.IdempotencyHeader, op.DownstreamKeySent())
 	}
 	call := Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout}
-	if tool.HTTP.Method != http.MethodGet && op.Params != nil {
-		call.Body = []byte(*op.Params)
+	if tool.HTTP.Method != http.MethodGet {
+		call.Body = cd.raw
 	}
 	return call, traceID, nil
 }
 
-// decodeObject decodes stored params for templates, keeping numbers exact.
-func decodeObject(raw *string) (map[string]any, error) {
-	if raw == nil {
-		return nil, fmt.Errorf("params were purged")
-	}
-	dec := json.NewDecoder(strings.NewReader(*raw))
+// scrubbed returns r with every sensitive value of the call masked in its body and errors.
+// Classify the outcome first: the scrubbed errors keep only their text.
+func scrubbed(s *catalog.Secrets, r Response) Response {
+	r.Body, r.Err, r.BodyErr = s.Body(r.Body), s.Error(r.Err), s.Error(r.BodyErr)
+	return r
+}
+
+// decodeObject decodes params for templates, keeping numbers exact.
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
 
@@ -173,27 +172,27 @@ func probeRequestID(op *models.Operation) string {
 }
 
 func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Operation) models.ProbeOutcome {
-	params, err := decodeObject(op.Params)
-	if err != nil {
-		params = nil // purged params cannot be in an UNKNOWN operation, but fail soft
+	cd, err := r.exec.callData(tool, op)
+	var url string
+	if err == nil {
+		url, err = tool.RenderReconcileURL(cd.tmpl)
 	}
-	url, err := tool.RenderReconcileURL(catalog.TemplateData{OperationID: op.ID, Key: op.Key, Tenant: op.Tenant, Params: params})
 	if err != nil {
-		return models.ProbeOutcome{Outcome: ProbeError, Error: "render reconcile url: " + err.Error(),
+		return models.ProbeOutcome{Outcome: ProbeError, Error: "cannot build the look-up: " + cd.secrets.Text(err.Error()),
 			To: models.StateUnknown, NextProbeAt: r.exec.now().Add(probeMax)}
 	}
-	h := http.Header{}
-	h.Set("X-Idemgate-Operation", op.ID)
-	h.Set("X-Request-Id", probeRequestID(op))
+	h := downstreamHeaders(op, probeRequestID(op))
 	injectTraceparent(ctx, h)
 	resp := r.exec.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
+	failed := resp.Err != nil || resp.BodyErr != nil
+	resp = scrubbed(cd.secrets, resp) // what is recorded of the answer never shows a secret
 
 	now := r.exec.now()
 	since := time.Duration(0)
 	if op.UnknownSince != nil {
 		since = now.Sub(*op.UnknownSince)
 	}
-	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: resp.Err != nil || resp.BodyErr != nil, SinceUnknown: since,
+	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: failed, SinceUnknown: since,
 		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,
 		Now: now, Jitter: rand.Float64()})
 	r.exec.meter.Probe(tool.Name, d.Outcome)

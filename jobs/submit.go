@@ -16,7 +16,6 @@ type SubmitRequest struct {
 	Key           string
 	Tool          *catalog.Tool
 	Params        []byte // canonical JSON
-	Fingerprint   string
 	WorkflowRunID string
 	StepID        string
 	Compensates   string
@@ -34,14 +33,15 @@ type SubmitResult struct {
 // first attempt inline when it is new and needs no approval, and waits up to req.Wait for it
 // to become terminal. A duplicate never executes anything: it waits on the same operation.
 func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
-	s, err := e.ledger.Submit(ctx, models.NewOperation{
-		Tenant: req.Caller.Tenant, PrincipalID: req.Caller.PrincipalID, APIKeyID: req.Caller.Key.ID,
-		Key: req.Key, Tool: req.Tool.Name, Fingerprint: req.Fingerprint, Params: req.Params,
-		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Compensates: req.Compensates,
-		NeedsApproval: req.Tool.Review.RequireApproval,
-		Claim:         &models.ClaimSpec{Worker: e.worker, LeaseFor: e.LeaseFor(req.Tool.Name)},
-		Actor:         req.Caller.Actor(),
-	})
+	in, err := e.newOperation(req.Caller.Tenant, req.Key, req.Tool, req.Params)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	in.PrincipalID, in.APIKeyID, in.Actor = req.Caller.PrincipalID, req.Caller.Key.ID, req.Caller.Actor()
+	in.WorkflowRunID, in.StepID, in.Compensates = req.WorkflowRunID, req.StepID, req.Compensates
+	in.NeedsApproval = req.Tool.Review.RequireApproval
+	in.Claim = &models.ClaimSpec{Worker: e.worker, LeaseFor: e.LeaseFor(req.Tool.Name)}
+	s, err := e.ledger.Submit(ctx, in)
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -69,6 +69,23 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	case <-ctx.Done():
 	}
 	return SubmitResult{Op: &snapshot, Created: true}, nil
+}
+
+// newOperation is the ledger's record of a call of tool with canonical params under the
+// operation key of tenant: its fingerprint and downstream key under the ledger's key
+// (SPEC §1), and, for a tool with sensitive params, the masked params the ledger keeps in
+// place of the clear ones when it seals them (only then: a replay need not mask).
+func (e *Executor) newOperation(tenant, key string, tool *catalog.Tool, params []byte) (models.NewOperation, error) {
+	in := models.NewOperation{Tenant: tenant, Key: key, Tool: tool.Name, Params: params,
+		Fingerprint: e.ledger.Fingerprint(tool.Name, params), DownstreamKey: e.ledger.DownstreamKey(tenant, key)}
+	if len(tool.SensitiveParams) > 0 && e.ledger.SealsParams() {
+		masked, err := tool.MaskCanonical(params)
+		if err != nil {
+			return in, err
+		}
+		in.Masked = masked
+	}
+	return in, nil
 }
 
 // A waiter reads its operation again after pollInterval, then after twice that, up to

@@ -23,6 +23,9 @@ type AttemptOutcome struct {
 	Latency          time.Duration
 	Error            string // transport or read error, if any
 	TraceID          string
+	// Note, when set, says on the attempt's event what else happened (e.g. that the effect
+	// was found before anything was sent).
+	Note string
 
 	To            State
 	Result        []byte // SUCCEEDED: the downstream body as JSON
@@ -59,6 +62,9 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		}
 		if out.Error != "" {
 			detail["error"] = out.Error
+		}
+		if out.Note != "" {
+			detail["note"] = out.Note
 		}
 		actor := "worker:" + worker
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptFinished, attempt: at.Number, actor: actor, detail: detail}); err != nil {

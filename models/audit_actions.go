@@ -18,6 +18,8 @@ const (
 	AuditAPIKeyCreate = "apikey.create"
 	AuditAPIKeyRevoke = "apikey.revoke"
 	AuditUserCreate   = "user.create"
+	// AuditDataKeyRotate records `idemgate datakey rotate`: the key id and what it sealed.
+	AuditDataKeyRotate = "datakey.rotate"
 
 	// AuditProposeCompensation records a reviewer's proposal of a compensation, on the
 	// operation it would undo.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemgate/idemgate/models/datakey"
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 )
@@ -25,6 +27,9 @@ type Ledger struct {
 	payloads PayloadRenderer
 	// keys remembers recent authentications (see Authenticate, Config.KeyCacheTTL).
 	keys *keyCache
+	// key is the ledger's own key (Config.Key); data seals sensitive params (Config.DataKeys).
+	key  *fingerprint.Key
+	data *datakey.Keyring
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger
@@ -48,6 +53,13 @@ type Config struct {
 	// KeyCacheTTL is how long an authenticated API key is believed without a database read:
 	// zero means DefaultKeyCacheTTL, a negative value reads the database on every request.
 	KeyCacheTTL time.Duration
+	// Key is the ledger's key (LedgerKey reads it): it keys fingerprints and derives
+	// downstream keys. A ledger without it records operations only with the fingerprints and
+	// downstream keys it is given; Fingerprint and DownstreamKey panic.
+	Key *fingerprint.Key
+	// DataKeys, when set, seal the params of operations that have sensitive ones
+	// (NewOperation.Masked) at rest; nil stores them in clear.
+	DataKeys *datakey.Keyring
 }
 
 // New returns the ledger cfg describes.
@@ -63,7 +75,7 @@ func New(cfg Config) *Ledger {
 		ttl = 0
 	}
 	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
-		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer}
+		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys}
 }
 
 // DB exposes the handle for readiness checks and tests.

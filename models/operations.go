@@ -3,21 +3,30 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
 // NewOperation is what the API asks the ledger to record.
 type NewOperation struct {
-	Tenant        string
-	PrincipalID   string
-	APIKeyID      string
-	Key           string
-	Tool          string
-	Fingerprint   string
-	Params        []byte // canonical JSON
+	Tenant      string
+	PrincipalID string
+	APIKeyID    string
+	Key         string
+	Tool        string
+	// Fingerprint is Ledger.Fingerprint of Tool and Params.
+	Fingerprint string
+	// DownstreamKey is Ledger.DownstreamKey of Tenant and Key; empty records none, and the
+	// operation sends its id instead (as operations recorded before downstream keys do).
+	DownstreamKey string
+	Params        []byte // canonical JSON, as sent downstream
+	// Masked are Params with every sensitive value replaced by "***" (the tool's masking);
+	// nil when the tool has none. With data keys, the ledger stores these and seals Params.
+	Masked        []byte
 	WorkflowRunID string
 	StepID        string
 	// Compensates names the SUCCEEDED operation this one undoes; it is linked both ways in the
@@ -62,9 +71,12 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	now := l.clock()
 	op := &Operation{
 		ID: NewOperationID(), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
-		Fingerprint: in.Fingerprint, Params: ptr(string(in.Params)),
-		PrincipalID: in.PrincipalID, APIKeyID: in.APIKeyID,
+		Fingerprint: in.Fingerprint, PrincipalID: in.PrincipalID, APIKeyID: in.APIKeyID,
 		CreatedAt: now, UpdatedAt: now,
+	}
+	op.Params, op.ParamsSealed = l.storedParams(op.ID, in.Params, in.Masked)
+	if in.DownstreamKey != "" {
+		op.DownstreamKey = ptr(in.DownstreamKey)
 	}
 	if in.WorkflowRunID != "" {
 		op.WorkflowRunID = ptr(in.WorkflowRunID)
@@ -153,11 +165,23 @@ func sameOperation(op *Operation, in NewOperation) (Submitted, error) {
 		return Submitted{}, &Error{Code: CodeKeyExpired, Op: op,
 			Message: "the record of this operation key passed its retention; the key can never run again"}
 	}
-	if op.Fingerprint != in.Fingerprint {
+	if !sameFingerprint(op.Fingerprint, in) {
 		return Submitted{}, &Error{Code: CodeKeyMismatch, Op: op,
 			Message: "this operation key was first used with another tool or other params"}
 	}
 	return Submitted{Op: op}, nil
+}
+
+// sameFingerprint reports whether a request with in's call matches the recorded fingerprint
+// fp. An operation recorded before fingerprints were keyed holds the plain form
+// (fingerprint.Legacy): its retries are compared in that form, computed from the request, so
+// they still replay rather than mismatch. Nothing stored is rewritten, so the approvals bound
+// to that fingerprint keep counting.
+func sameFingerprint(fp string, in NewOperation) bool {
+	if fp == in.Fingerprint {
+		return true
+	}
+	return strings.HasPrefix(fp, fingerprint.LegacyPrefix) && fp == fingerprint.Legacy(in.Tool, in.Params)
 }
 
 // CompensationRefusal says why the ledger will not have op compensated, or returns nil: only a

@@ -48,12 +48,20 @@ func toolListAllows(list, name string) bool {
 
 // Operation is one logical action an agent asked for: (tenant, key) → tool + params.
 type Operation struct {
-	ID               string `gorm:"primaryKey"`
-	Tenant           string
-	Key              string `gorm:"column:op_key"`
-	Tool             string
-	Fingerprint      string
-	Params           *string // canonical JSON as sent downstream; nil once purged by retention
+	ID          string `gorm:"primaryKey"`
+	Tenant      string
+	Key         string `gorm:"column:op_key"`
+	Tool        string
+	Fingerprint string
+	// Params are the canonical JSON params, as sent downstream, or, when they are sealed
+	// (ParamsSealed), with each sensitive value replaced by "***"; nil once purged.
+	Params *string
+	// ParamsSealed holds the params as sent downstream, encrypted with a data key (see
+	// Ledger.Params); nil when Params holds them in clear.
+	ParamsSealed *string
+	// DownstreamKey is the key sent downstream (SPEC §1); nil on operations recorded before
+	// downstream keys were derived, which use their id (see DownstreamKeySent).
+	DownstreamKey    *string
 	Result           *string // the downstream's 2xx body as JSON; nil when none
 	State            State
 	ErrorClass       *string
@@ -94,7 +102,7 @@ type Operation struct {
 const operationColumns = "id, tenant, op_key, tool, fingerprint, params, result, state, error_class, error_message, " +
 	"downstream_status, downstream_ref, attempts, ambiguous, next_attempt_at, lease_owner, lease_expires_at, fence, " +
 	"principal_id, api_key_id, workflow_run_id, step_id, compensates, compensated_by, review_id, unknown_since, " +
-	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at"
+	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at, params_sealed, downstream_key"
 
 // columns returns pointers to op's fields in the order of operationColumns.
 func (op *Operation) columns() []any {
@@ -102,7 +110,19 @@ func (op *Operation) columns() []any {
 		&op.ErrorClass, &op.ErrorMessage, &op.DownstreamStatus, &op.DownstreamRef, &op.Attempts, &op.Ambiguous,
 		&op.NextAttemptAt, &op.LeaseOwner, &op.LeaseExpiresAt, &op.Fence, &op.PrincipalID, &op.APIKeyID,
 		&op.WorkflowRunID, &op.StepID, &op.Compensates, &op.CompensatedBy, &op.ReviewID, &op.UnknownSince,
-		&op.Probes, &op.NextProbeAt, &op.CreatedAt, &op.UpdatedAt, &op.CompletedAt, &op.PurgedAt}
+		&op.Probes, &op.NextProbeAt, &op.CreatedAt, &op.UpdatedAt, &op.CompletedAt, &op.PurgedAt, &op.ParamsSealed,
+		&op.DownstreamKey}
+}
+
+// DownstreamKeySent is the key op sends downstream (in X-Idemgate-Downstream-Key, the tool's
+// idempotency_header and {{.DownstreamKey}}): its downstream key, or, for an operation
+// recorded before downstream keys were derived, its id, which it was sent with from its
+// first attempt and keeps until it ends.
+func (op *Operation) DownstreamKeySent() string {
+	if op.DownstreamKey != nil {
+		return *op.DownstreamKey
+	}
+	return op.ID
 }
 
 // Attempt is one try at the downstream call. Its id is the X-Request-Id sent downstream.

@@ -231,7 +231,7 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 	return r, nil
 }
 
-// Purge drops params and result of tool's terminal operations completed before cutoff,
+// Purge drops params (sealed ones too) and result of tool's terminal operations completed before cutoff,
 // keeping the tombstone (tenant, key, fingerprint, final state, id) so the key never runs
 // again. It returns how many it purged (at most limit).
 func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit int) (int, error) {
@@ -242,7 +242,7 @@ func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit
 			Where("tool = ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
 				tool, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
 		res := tx.Model(&Operation{}).Where("id IN (?)", sub).
-			Updates(map[string]any{"params": nil, "result": nil, "purged_at": now})
+			Updates(map[string]any{"params": nil, "params_sealed": nil, "result": nil, "purged_at": now})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return nil, res.Error
 		}

@@ -119,6 +119,7 @@ type OperationPage struct {
 	Page          Page
 	Op            OperationRow
 	Fingerprint   string
+	DownstreamKey string // the key sent downstream (SPEC §1)
 	Attempts      int
 	NextAttemptAt *Time
 	Completed     *Time

@@ -40,6 +40,7 @@ tools:
 type gateway struct {
 	url, downstream, key, dialect, run string
 	tenant, principalID, keyID         string
+	ledger                             *models.Ledger // fingerprints and downstream keys of preloaded rows
 	db                                 *gorm.DB
 	preloaded                          int64 // operations written by preload
 	commits                            atomic.Int64
@@ -101,6 +102,7 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 		return nil, err
 	}
 	ledger := gw.Ledger
+	g.ledger = ledger
 	g.tenant = tenant
 	if g.tenant == "" {
 		g.tenant = "bench-" + g.run

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/models"
-	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
@@ -71,7 +70,7 @@ func (g *gateway) preload(ctx context.Context, db *gorm.DB, n int64, w io.Writer
 
 var preloadColumns = []string{"id", "tenant", "op_key", "tool", "fingerprint", "params", "result", "state",
 	"downstream_status", "downstream_ref", "attempts", "ambiguous", "fence", "principal_id", "api_key_id",
-	"probes", "created_at", "updated_at", "completed_at"}
+	"probes", "created_at", "updated_at", "completed_at", "downstream_key"}
 
 // preloadRows is a pgx.CopyFromSource of the preloaded operations next … last.
 type preloadRows struct {
@@ -88,9 +87,9 @@ func (r *preloadRows) Next() bool {
 	i := strconv.FormatInt(r.next, 10)
 	params := `{"n":` + i + `}`
 	r.row = []any{"op_old_" + r.g.tenant + "_" + i, r.g.tenant, "old-" + i, "bench.write",
-		fingerprint.Of("bench.write", []byte(params)), params, `{"id":"c-old-` + i + `","status":"done"}`,
+		r.g.ledger.Fingerprint("bench.write", []byte(params)), params, `{"id":"c-old-` + i + `","status":"done"}`,
 		string(models.StateSucceeded), 201, "c-old-" + i, 1, false, 1, r.g.principalID, r.g.keyID,
-		0, r.at, r.at, r.at}
+		0, r.at, r.at, r.at, r.g.ledger.DownstreamKey(r.g.tenant, "old-"+i)}
 	r.next++
 	r.at = r.at.Add(time.Second)
 	return true

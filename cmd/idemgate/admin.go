@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"gorm.io/gorm"
 )
 
@@ -33,11 +34,21 @@ func (env *environment) openDB(ctx context.Context) (*gorm.DB, models.Dialect, f
 // users, webhooks and the audit log, and change no operation: their ledger renders no
 // webhook payloads and reports to no metrics.
 func (env *environment) openLedger(ctx context.Context) (*models.Ledger, func(), error) {
+	return env.openLedgerWith(ctx, nil)
+}
+
+// openLedgerWith is openLedger with data keys. Like every ledger, it has the ledger's key.
+func (env *environment) openLedgerWith(ctx context.Context, keys *datakey.Keyring) (*models.Ledger, func(), error) {
 	db, dialect, closeDB, err := env.openDB(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return models.New(models.Config{DB: db, Dialect: dialect}), closeDB, nil
+	key, err := models.LedgerKey(ctx, db)
+	if err != nil {
+		closeDB()
+		return nil, nil, err
+	}
+	return models.New(models.Config{DB: db, Dialect: dialect, Key: key, DataKeys: keys}), closeDB, nil
 }
 
 func (env *environment) migrate(ctx context.Context, args []string) error {

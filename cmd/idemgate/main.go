@@ -38,6 +38,9 @@ Usage:
   idemgate webhook create --tenant T --url U --events a,b [--allow-private]
                                                           subscribe a URL; prints the signing secret once
   idemgate webhook list [--tenant T] | webhook delete ID
+  idemgate datakey generate                               print a new data key for IDEMGATE_DATA_KEY
+  idemgate datakey rotate [--tools FILE]                  seal every stored sensitive value under
+                                                          IDEMGATE_DATA_KEY (old keys in IDEMGATE_DATA_KEYS_OLD)
 
 Environment:
   IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db)
@@ -47,6 +50,8 @@ Environment:
   IDEMGATE_SESSION_KEY   secret (32+ characters) for console session cookies (default: one
                          generated and kept in the database)
   IDEMGATE_TRUST_PROXY=1 same as serve --trust-proxy
+  IDEMGATE_DATA_KEY      base64 of 32 random bytes: seals sensitive params at rest (AES-256-GCM)
+  IDEMGATE_DATA_KEYS_OLD earlier data keys, comma-separated: still open what they sealed
   IDEMGATE_LOG_LEVEL     debug, info, warn or error (default info)
 `
 
@@ -76,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.user(ctx, args[1:])
 	case "webhook":
 		return env.webhook(ctx, args[1:])
+	case "datakey":
+		return env.datakey(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -53,6 +53,10 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	if err != nil {
 		return err
 	}
+	dataKeys, err := env.dataKeys()
+	if err != nil {
+		return err
+	}
 	db, dialect, closeDB, err := env.openDB(ctx)
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		}
 	}()
 	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
-		Log: log, TracerProvider: tracing, LeaseMargin: *leaseMargin,
+		Log: log, TracerProvider: tracing, LeaseMargin: *leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: *poll, Recovery: &jobs.RecoveryConfig{}, Publish: true, WebhookWindow: *webhookWindow}}
 	if withHTTP {
 		cfg.HTTP = &web.Settings{RateLimit: *rateLimit, TrustProxy: *trustProxy}

@@ -22,6 +22,7 @@ type Operation struct {
 	Result        json.RawMessage `json:"result"`
 	Error         *Error          `json:"error"`
 	DownstreamRef *string         `json:"downstream_ref"`
+	DownstreamKey string          `json:"downstream_key"`
 	Attempts      int             `json:"attempts"`
 	NextAttemptAt *time.Time      `json:"next_attempt_at"`
 	Review        *Review         `json:"review"`
@@ -51,14 +52,17 @@ type Error struct {
 // jsonNull is the value of params, result and detail when there are none.
 var jsonNull = json.RawMessage("null")
 
-// Render builds the public view of op: sensitive params masked with the tool's rules. When the
-// tool is no longer in the catalogue its masking rules are unknown, so params are withheld
-// entirely (null) rather than risk showing a secret; params that cannot be parsed are withheld
-// for the same reason.
+// Render builds the public view of op, the one every representation of an operation shows:
+// the API, MCP, webhook payloads, exports and the console. Its params are masked with the
+// tool's rules; what came back from the downstream (result, error message) was scrubbed of
+// the call's sensitive values before it was recorded (jobs.scrubbed), so it is shown as
+// recorded. When the tool is no longer in the catalogue its masking rules are unknown, so
+// params are withheld entirely (null) rather than risk showing a secret; params that cannot
+// be parsed are withheld for the same reason.
 func Render(cat *catalog.Catalog, op *models.Operation) Operation {
 	out := Operation{
 		ID: op.ID, Key: op.Key, Tool: op.Tool, State: op.State, Fingerprint: op.Fingerprint,
-		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, Attempts: op.Attempts,
+		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, DownstreamKey: op.DownstreamKeySent(), Attempts: op.Attempts,
 		NextAttemptAt: utc(op.NextAttemptAt), Compensates: op.Compensates, CompensatedBy: op.CompensatedBy,
 		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID,
 		CreatedAt: op.CreatedAt.UTC(), UpdatedAt: op.UpdatedAt.UTC(), CompletedAt: utc(op.CompletedAt),

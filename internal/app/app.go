@@ -19,6 +19,7 @@ import (
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/web"
 	"github.com/idemgate/idemgate/web/telemetry"
 	"github.com/labstack/echo/v4"
@@ -49,6 +50,9 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// KeyCacheTTL is how long an authenticated API key is believed (see models.Config).
 	KeyCacheTTL time.Duration
+	// DataKeys seal sensitive params at rest (IDEMGATE_DATA_KEY, see models/datakey); nil
+	// keeps them in clear, with a warning at start when the catalogue has any.
+	DataKeys *datakey.Keyring
 	// LeaseMargin is added to a tool's timeout to form an attempt's lease
 	// (jobs.DefaultLeaseMargin if zero).
 	LeaseMargin time.Duration
@@ -89,8 +93,9 @@ type App struct {
 }
 
 // New builds the gateway cfg describes. It starts nothing: Run runs the background jobs,
-// and the caller serves HTTP. It reads the database only for the console's session key
-// when none is configured.
+// and the caller serves HTTP. It reads the database for the ledger's key, to check that the
+// data keys open what the ledger sealed, and for the console's session key when none is
+// configured.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.DB == nil || cfg.Dialect == "" || cfg.Catalog == nil {
 		return nil, errors.New("app: a database, its dialect and a catalogue are required")
@@ -105,6 +110,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Worker = WorkerName()
 	}
 	cat, log := cfg.Catalog, cfg.Log
+	// The ledger's key is read once, here: every fingerprint and downstream key this
+	// process makes uses the key every other replica uses (SPEC §1).
+	key, err := models.LedgerKey(ctx, cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	metrics := telemetry.New(cat.Names(), log)
 	ledger := models.New(models.Config{
 		DB:          cfg.DB,
@@ -114,7 +125,18 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Observer:    metrics,
 		Tracer:      cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/models"),
 		KeyCacheTTL: cfg.KeyCacheTTL,
+		Key:         key,
+		DataKeys:    cfg.DataKeys,
 	})
+	if err := ledger.CheckDataKeys(ctx); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if cfg.DataKeys == nil {
+		if names := sensitiveTools(cat); len(names) > 0 {
+			log.Warn("IDEMGATE_DATA_KEY is not set: the sensitive params of these tools are stored in clear in the ledger until retention drops them; set it to seal them (AES-256-GCM)",
+				"tools", names)
+		}
+	}
 	metrics.WatchLedger(ledger, jobs.Windows(cat))
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: cfg.Worker,
 		LeaseMargin: cfg.LeaseMargin, Meter: metrics, Now: cfg.Now, Log: log, TracerProvider: cfg.TracerProvider})
@@ -132,6 +154,17 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			TracerProvider: cfg.TracerProvider, Log: log, Now: cfg.Now, Settings: settings})
 	}
 	return a, nil
+}
+
+// sensitiveTools names the tools that declare sensitive params.
+func sensitiveTools(cat *catalog.Catalog) []string {
+	var out []string
+	for _, t := range cat.Tools() {
+		if len(t.SensitiveParams) > 0 {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // sessionKeySetting keeps the generated console session secret when none is configured, so

@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"jobs/catalog"},
 	{"models/testdb"},
 	{"models"},
-	{"models/fingerprint"},
+	{"models/fingerprint", "models/datakey"},
 	{"internal/sandbox", "internal/gctune", "client"},
 }
 

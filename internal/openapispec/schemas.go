@@ -124,19 +124,24 @@ func operation() obj {
 	return o("type", "object", "additionalProperties", false,
 		"description", "One logical action an agent asked for: (tenant, key) → tool + params. Every member is always present.",
 		"required", list("id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref",
-			"attempts", "next_attempt_at", "review", "compensates", "compensated_by", "workflow_run_id", "step_id",
+			"downstream_key", "attempts", "next_attempt_at", "review", "compensates", "compensated_by", "workflow_run_id", "step_id",
 			"created_at", "updated_at", "completed_at"),
 		"properties", o(
-			"id", o("type", "string", "pattern", "^op_[0-9A-Z]{26}$", "description", "Also the downstream key sent on every attempt."),
+			"id", o("type", "string", "pattern", "^op_[0-9A-Z]{26}$"),
 			"key", o("type", "string", "minLength", 1, "maxLength", 255, "description", "The caller's operation key (`Idempotency-Key`)."),
 			"tool", text("The tool's dotted name."),
 			"state", schemaRef("OperationState"),
-			"fingerprint", o("type", "string", "pattern", "^sha256:[0-9a-f]{64}$",
-				"description", "SHA-256 of the JCS canonical JSON of {\"tool\", \"params\"}."),
+			"fingerprint", o("type", "string", "pattern", "^(hmac-sha256|sha256):[0-9a-f]{64}$",
+				"description", "HMAC-SHA256, under the ledger's key, of the JCS canonical JSON of {\"tool\", \"params\"}. "+
+					"Operations recorded before fingerprints were keyed keep their plain `sha256:` form."),
 			"params", nullableObject("The params, with sensitive params shown as `\"***\"`; null once retention has dropped them."),
 			"result", anyJSON.with("description", "The downstream's 2xx body once SUCCEEDED; null before and after retention."),
 			"error", nullable(schemaRef("OperationError")),
 			"downstream_ref", o("type", list("string", "null"), "description", "The downstream's id of what it made (`result_reference`)."),
+			"downstream_key", o("type", "string", "pattern", "^(dk_[0-9a-f]{32}|op_[0-9A-Z]{26})$",
+				"description", "The key sent downstream on every attempt (`X-Idemgate-Downstream-Key`, the tool's `idempotency_header`, "+
+					"`{{.DownstreamKey}}`): derived from tenant and key alone, so an operation made anew after the ledger lost its record sends it again. "+
+					"Operations recorded before downstream keys were derived send their id."),
 			"attempts", o("type", "integer", "minimum", 0),
 			"next_attempt_at", nullableTime.with("description", "When a retry proven safe is due."),
 			"review", nullable(schemaRef("Review")),
@@ -150,9 +155,9 @@ func operation() obj {
 		),
 		"examples", list(o(
 			"id", "op_01JD7X4T6V8Q0W9M3K5N2P1R8S", "key", "workflow-8472:create-ticket", "tool", "tickets.create",
-			"state", "SUCCEEDED", "fingerprint", "sha256:9f2c5a4e0d1b7c3a8e6f2d4b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c",
+			"state", "SUCCEEDED", "fingerprint", "hmac-sha256:9f2c5a4e0d1b7c3a8e6f2d4b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c",
 			"params", o("subject", "Printer on fire"), "result", o("id", "T-1042", "status", "open"), "error", nil,
-			"downstream_ref", "T-1042", "attempts", 1, "next_attempt_at", nil, "review", nil, "compensates", nil,
+			"downstream_ref", "T-1042", "downstream_key", "dk_4f1c0b7e9a2d5c8f3e6b1a4d7c0f9e2b", "attempts", 1, "next_attempt_at", nil, "review", nil, "compensates", nil,
 			"compensated_by", nil, "workflow_run_id", "workflow-8472", "step_id", "create-ticket",
 			"created_at", "2026-11-29T10:00:00Z", "updated_at", "2026-11-29T10:00:00Z", "completed_at", "2026-11-29T10:00:00Z",
 		)))

@@ -15,7 +15,7 @@ type email struct {
 	To        string
 	Subject   string
 	Body      string
-	Reference string // X-Idemgate-Operation of the sending request
+	Reference string // see referenceOf
 	CreatedAt time.Time
 }
 
@@ -45,7 +45,7 @@ func (s *Sandbox) createEmail(c call) reply {
 		To:        *in.To,
 		Subject:   *in.Subject,
 		Body:      *in.Body,
-		Reference: c.r.Header.Get("X-Idemgate-Operation"),
+		Reference: referenceOf(c.r),
 		CreatedAt: time.Now().UTC(),
 	}
 	s.nextEmail++

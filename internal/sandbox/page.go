@@ -12,7 +12,8 @@ const usage = `idemgate sandbox: a fake downstream that commits side effects and
 
 Resources (faults apply to these):
   POST /tickets              {"subject", "body"?, "priority"?}   honours Idempotency-Key
-  GET  /tickets?reference=ID the ticket created by operation ID (X-Idemgate-Operation), or 404
+  GET  /tickets?reference=R  the ticket created under downstream key R (X-Idemgate-Downstream-Key)
+                             or by operation R (X-Idemgate-Operation), or 404
   GET  /tickets/{id}         POST /tickets/{id}/close {"reason"}  (closing twice is harmless)
   POST /refunds              {"order_id", "amount_cents", "currency", "card_number"?}
                              ignores Idempotency-Key: every request pays out again

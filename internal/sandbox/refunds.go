@@ -17,7 +17,8 @@ type refund struct {
 	AmountCents int64     `json:"amount_cents"`
 	Currency    string    `json:"currency"`
 	CardLast4   string    `json:"card_last4,omitempty"` // the full number is never kept
-	Reference   string    `json:"reference"`            // X-Idemgate-Operation of the creating request
+	Reference   string    `json:"reference"`            // see referenceOf
+	Operation   string    `json:"operation"`            // X-Idemgate-Operation of the creating request
 	CreatedAt   time.Time `json:"created_at"`
 }
 
@@ -51,7 +52,8 @@ func (s *Sandbox) createRefund(c call) reply {
 		AmountCents: *in.AmountCents,
 		Currency:    *in.Currency,
 		CardLast4:   last4(in.CardNumber),
-		Reference:   c.r.Header.Get("X-Idemgate-Operation"),
+		Reference:   referenceOf(c.r),
+		Operation:   c.r.Header.Get("X-Idemgate-Operation"),
 		CreatedAt:   time.Now().UTC(),
 	}
 	s.nextRefund++
@@ -59,8 +61,8 @@ func (s *Sandbox) createRefund(c call) reply {
 	return jsonReply(http.StatusCreated, r)
 }
 
-// findRefund answers GET /refunds: with ?reference=, the first refund made by that operation;
-// without it, every refund.
+// findRefund answers GET /refunds: with ?reference=, the first refund made under that
+// downstream key or by that operation; without it, every refund.
 func (s *Sandbox) findRefund(c call) reply {
 	q := c.r.URL.Query()
 	s.mu.Lock()
@@ -70,7 +72,7 @@ func (s *Sandbox) findRefund(c call) reply {
 	}
 	ref := q.Get("reference")
 	for _, r := range s.refunds {
-		if ref != "" && r.Reference == ref {
+		if refersTo(ref, r.Reference, r.Operation) {
 			return jsonReply(http.StatusOK, r)
 		}
 	}

@@ -29,7 +29,7 @@ const maxRecorded = 10000
 
 // RecordedHeaders are the request headers kept in each Request: the ones tests assert on to
 // prove that retries reuse one downstream key and that tracing context arrived.
-var RecordedHeaders = []string{"X-Request-Id", "X-Idemgate-Operation", "Traceparent", "Idempotency-Key"}
+var RecordedHeaders = []string{"X-Request-Id", "X-Idemgate-Operation", "X-Idemgate-Downstream-Key", "Traceparent", "Idempotency-Key"}
 
 // Request is one request the sandbox received, faulted or not.
 type Request struct {
@@ -233,6 +233,22 @@ func decodeObject(body []byte, v any) error {
 		return errors.New("request body is not valid JSON")
 	}
 	return nil
+}
+
+// referenceOf is the reference a created resource is recorded with: the downstream key the
+// request carries (SPEC §1), which outlives the record of the operation in a ledger that lost
+// it, or, from a gateway that sends none, the operation id.
+func referenceOf(r *http.Request) string {
+	if dk := r.Header.Get("X-Idemgate-Downstream-Key"); dk != "" {
+		return dk
+	}
+	return r.Header.Get("X-Idemgate-Operation")
+}
+
+// refersTo reports whether a look-up's ?reference= names a resource recorded with reference
+// and operation: look-ups may name either.
+func refersTo(ref, reference, operation string) bool {
+	return ref != "" && (ref == reference || ref == operation)
 }
 
 // jsonReply builds a reply with a JSON body.

@@ -17,7 +17,8 @@ type ticket struct {
 	Subject     string     `json:"subject"`
 	Body        string     `json:"body,omitempty"`
 	Priority    string     `json:"priority"`
-	Reference   string     `json:"reference"` // X-Idemgate-Operation of the creating request
+	Reference   string     `json:"reference"` // see referenceOf
+	Operation   string     `json:"operation"` // X-Idemgate-Operation of the creating request
 	CreatedAt   time.Time  `json:"created_at"`
 	ClosedAt    *time.Time `json:"closed_at,omitempty"`
 	CloseReason string     `json:"close_reason,omitempty"`
@@ -70,7 +71,8 @@ func (s *Sandbox) createTicket(c call) reply {
 		Subject:   *in.Subject,
 		Body:      in.Body,
 		Priority:  in.Priority,
-		Reference: c.r.Header.Get("X-Idemgate-Operation"),
+		Reference: referenceOf(c.r),
+		Operation: c.r.Header.Get("X-Idemgate-Operation"),
 		CreatedAt: time.Now().UTC(),
 	}
 	s.nextTicket++
@@ -82,8 +84,9 @@ func (s *Sandbox) createTicket(c call) reply {
 	return rep
 }
 
-// findTicket answers GET /tickets: with ?reference=, the ticket created by that operation (the
-// first one, should a blind retry have created several); without it, every ticket.
+// findTicket answers GET /tickets: with ?reference=, the ticket created under that downstream
+// key or by that operation (the first one, should a blind retry have created several);
+// without it, every ticket.
 func (s *Sandbox) findTicket(c call) reply {
 	q := c.r.URL.Query()
 	s.mu.Lock()
@@ -93,7 +96,7 @@ func (s *Sandbox) findTicket(c call) reply {
 	}
 	ref := q.Get("reference")
 	for _, t := range s.tickets {
-		if ref != "" && t.Reference == ref {
+		if refersTo(ref, t.Reference, t.Operation) {
 			return jsonReply(http.StatusOK, t)
 		}
 	}

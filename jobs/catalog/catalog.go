@@ -97,10 +97,13 @@ func (t *Tool) RetrySafe() bool {
 // TemplateData is what URL and compensation templates may refer to.
 type TemplateData struct {
 	OperationID string
-	Key         string
-	Tenant      string
-	Params      map[string]any
-	Result      map[string]any
+	// DownstreamKey is the key the operation sends downstream (SPEC §1): a reconcile URL that
+	// looks it up finds the effect even after the ledger lost the operation's record.
+	DownstreamKey string
+	Key           string
+	Tenant        string
+	Params        map[string]any
+	Result        map[string]any
 }
 
 // Catalog is the validated set of tools, in file order. It is immutable after Load, so it is safe

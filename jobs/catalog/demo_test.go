@@ -60,18 +60,27 @@ func TestDemoCatalogue(t *testing.T) {
 	email, _ := c.Get("email.send")
 	assert.Nil(t, email.Reconcile, "nothing to ask: an unknown send goes to a human")
 	assert.False(t, email.RetrySafe())
+
+	// Refunds and payouts (no key support) ask first whether the effect exists already;
+	// tickets (keys honoured) and emails (nothing to ask) do not.
+	for name, want := range map[string]bool{"refunds.issue": true, "payments.payout": true, "tickets.create": false,
+		"tickets.close": false, "tickets.get": false, "email.send": false} {
+		tl, _ := c.Get(name)
+		assert.Equal(t, want, tl.ChecksBeforeSending(), name)
+	}
 }
 
 func TestDemoURLs(t *testing.T) {
 	t.Parallel()
 	c := Demo(sandbox)
-	data := TemplateData{OperationID: "op_01J", Params: map[string]any{"ticket_id": "T-1001"}, Result: map[string]any{"id": "T-1001"}}
+	data := TemplateData{OperationID: "op_01J", DownstreamKey: "dk_4f1c", Params: map[string]any{"ticket_id": "T-1001"}, Result: map[string]any{"id": "T-1001"}}
+	// Look-ups name the downstream key, which outlives a lost record (SPEC §1, §4).
 	urls := map[string][2]string{
-		"tickets.create":  {sandbox + "/tickets", sandbox + "/tickets?reference=op_01J"},
+		"tickets.create":  {sandbox + "/tickets", sandbox + "/tickets?reference=dk_4f1c"},
 		"tickets.close":   {sandbox + "/tickets/T-1001/close", ""},
 		"tickets.get":     {sandbox + "/tickets/T-1001", ""},
-		"refunds.issue":   {sandbox + "/refunds", sandbox + "/refunds?reference=op_01J"},
-		"payments.payout": {sandbox + "/refunds", sandbox + "/refunds?reference=op_01J"},
+		"refunds.issue":   {sandbox + "/refunds", sandbox + "/refunds?reference=dk_4f1c"},
+		"payments.payout": {sandbox + "/refunds", sandbox + "/refunds?reference=dk_4f1c"},
 		"email.send":      {sandbox + "/emails", ""},
 	}
 	for name, want := range urls {

@@ -18,8 +18,8 @@ import (
 
 // Roots a template may refer to. Params and Result need a name after them (.Params.subject).
 var (
-	urlRoots          = map[string]bool{"OperationID": false, "Key": false, "Tenant": false, "Params": true}
-	compensationRoots = map[string]bool{"OperationID": false, "Key": false, "Tenant": false, "Params": true, "Result": true}
+	urlRoots          = map[string]bool{"OperationID": false, "DownstreamKey": false, "Key": false, "Tenant": false, "Params": true}
+	compensationRoots = map[string]bool{"OperationID": false, "DownstreamKey": false, "Key": false, "Tenant": false, "Params": true, "Result": true}
 )
 
 // tmplPart is literal text, or a field reference when field is non-nil.
@@ -97,7 +97,7 @@ func fieldOf(n *parse.ActionNode, roots map[string]bool) ([]string, error) {
 
 func rootNames(roots map[string]bool) string {
 	var names []string
-	for _, r := range []string{"OperationID", "Key", "Tenant", "Params", "Result"} {
+	for _, r := range []string{"OperationID", "DownstreamKey", "Key", "Tenant", "Params", "Result"} {
 		if needsName, ok := roots[r]; ok {
 			if needsName {
 				r += ".<name>"
@@ -115,6 +115,8 @@ func lookup(data *TemplateData, field []string) (any, error) {
 	switch field[0] {
 	case "OperationID":
 		return data.OperationID, nil
+	case "DownstreamKey":
+		return data.DownstreamKey, nil
 	case "Key":
 		return data.Key, nil
 	case "Tenant":

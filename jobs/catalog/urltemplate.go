@@ -144,3 +144,29 @@ func checkRendered(s, scheme, host string) error {
 	}
 	return nil
 }
+
+// ChecksBeforeSending reports whether each attempt first asks the reconcile URL whether the
+// operation already took effect: true for a write tool whose downstream does not honour keys
+// and whose reconcile URL looks the operation up by {{.DownstreamKey}}. The downstream key
+// survives the loss of the operation's record (a ledger restored from a backup, an
+// asynchronous standby promoted), so such a look-up finds an effect the ledger no longer
+// knows of, where sending again would repeat it. Downstreams that honour keys deduplicate by
+// themselves, and tools whose look-up names the operation id cannot find it.
+func (t *Tool) ChecksBeforeSending() bool {
+	if t.Effect != EffectWrite || t.HTTP.IdempotencyHeader != "" || t.Reconcile == nil {
+		return false
+	}
+	ut := t.reconcileTmpl
+	if ut == nil {
+		var err error
+		if ut, err = parseURLTemplate(t.Reconcile.URL); err != nil {
+			return false
+		}
+	}
+	for _, p := range ut.tmpl.parts {
+		if len(p.field) > 0 && p.field[0] == "DownstreamKey" {
+			return true
+		}
+	}
+	return false
+}

@@ -35,7 +35,7 @@ var (
 
 	// Headers idemgate sets itself on every downstream request; a key header must not clash.
 	reservedHeaders = []string{"Host", "Content-Type", "Content-Length", "Transfer-Encoding",
-		"Connection", "X-Idemgate-Operation", "X-Request-Id", "Traceparent", "Tracestate"}
+		"Connection", "X-Idemgate-Operation", "X-Idemgate-Downstream-Key", "X-Request-Id", "Traceparent", "Tracestate"}
 )
 
 // validateTool checks every field of raw, records problems in ec and returns the tool with

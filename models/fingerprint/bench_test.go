@@ -30,7 +30,7 @@ func BenchmarkOf(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(canon)))
 	for b.Loop() {
-		_ = Of("payments.refund", canon)
+		_ = testKey.Of("payments.refund", canon)
 	}
 }
 
@@ -38,7 +38,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(typicalParams)))
 	for b.Loop() {
-		if _, err := Fingerprint("payments.refund", typicalParams); err != nil {
+		if _, err := testKey.Fingerprint("payments.refund", typicalParams); err != nil {
 			b.Fatal(err)
 		}
 	}

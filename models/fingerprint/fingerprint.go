@@ -1,9 +1,13 @@
 // Package fingerprint computes the gateway's operation identity.
 //
-// A fingerprint is "sha256:" followed by the lower-case hex SHA-256 of the
-// RFC 8785 (JCS) canonical JSON of {"tool": <name>, "params": <params>}. Key
-// order, insignificant whitespace, string escapes and number spelling (1.0, 1,
-// 1e0) do not change it.
+// A fingerprint is "hmac-sha256:" followed by the lower-case hex HMAC-SHA256,
+// under the ledger's key, of the RFC 8785 (JCS) canonical JSON of
+// {"tool": <name>, "params": <params>} (SPEC §1). Key order, insignificant
+// whitespace, string escapes and number spelling (1.0, 1, 1e0) do not change
+// it. It is keyed because it is shown wherever the operation is: a plain hash
+// would let anyone who sees it test guesses of a masked param offline.
+// Ledgers written before fingerprints were keyed hold the plain SHA-256 form
+// ("sha256:…", see Legacy) on their older operations.
 //
 // JCS on its own is not injective over arbitrary JSON text: it represents
 // numbers as IEEE-754 doubles, so 12345678901234567891 and
@@ -21,38 +25,114 @@
 package fingerprint
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"sync"
 	"unicode/utf8"
 )
 
-// Prefix starts every fingerprint.
-const Prefix = "sha256:"
+// Prefix starts every fingerprint Key.Of returns.
+const Prefix = "hmac-sha256:"
 
-// Len is the length in bytes of every fingerprint Of returns.
+// Len is the length in bytes of every fingerprint Key.Of returns.
 const Len = len(Prefix) + 2*sha256.Size
 
-// hasher is the reusable state of one Of call. Everything handed to the hash
-// lives in it, so nothing escapes per call.
+// LegacyPrefix starts the plain fingerprints of operations recorded before fingerprints were
+// keyed (see Legacy).
+const LegacyPrefix = "sha256:"
+
+// KeySize is the size in bytes of a ledger's key.
+const KeySize = 32
+
+// DownstreamKeyPrefix starts every downstream key.
+const DownstreamKeyPrefix = "dk_"
+
+// Key is a ledger's secret key: it keys the fingerprints and derives the downstream keys
+// (SPEC §1). It is safe for concurrent use.
+type Key struct {
+	pool sync.Pool // of *hasher holding an HMAC keyed with the ledger's key
+}
+
+// NewKey returns the key made of raw, which must be KeySize random bytes.
+func NewKey(raw []byte) (*Key, error) {
+	if len(raw) != KeySize {
+		return nil, errors.New("fingerprint: a ledger key is 32 bytes")
+	}
+	secret := append([]byte(nil), raw...)
+	k := &Key{}
+	k.pool.New = func() any { return &hasher{h: hmac.New(sha256.New, secret), buf: make([]byte, 0, 128)} }
+	return k, nil
+}
+
+// hasher is the reusable state of one fingerprint. Everything handed to the hash lives in it,
+// so nothing escapes per call.
 type hasher struct {
 	h   hash.Hash
 	buf []byte
 	sum [sha256.Size]byte
 }
 
-var hasherPool = sync.Pool{New: func() any { return &hasher{h: sha256.New(), buf: make([]byte, 0, 128)} }}
+var plainPool = sync.Pool{New: func() any { return &hasher{h: sha256.New(), buf: make([]byte, 0, 128)} }}
 
-// Of returns the fingerprint of a call of tool with the given parameters.
+// Of returns the fingerprint of a call of tool with the given parameters under k.
 //
-// canonicalParams must be the output of Normalize; Of does not check it. Of
-// writes the canonical envelope {"params":<canonicalParams>,"tool":<tool>}
-// (members already in JCS order) straight into the hash, so the parameters
-// are not canonicalised a second time. tool should be valid UTF-8; an invalid
-// byte in it is encoded as U+FFFD, as encoding/json does.
-func Of(tool string, canonicalParams []byte) string {
-	st := hasherPool.Get().(*hasher)
+// canonicalParams must be the output of Normalize; Of does not check it. Of writes the
+// canonical envelope {"params":<canonicalParams>,"tool":<tool>} (members already in JCS
+// order) straight into the MAC, so the parameters are not canonicalised a second time. tool
+// should be valid UTF-8; an invalid byte in it is encoded as U+FFFD, as encoding/json does.
+func (k *Key) Of(tool string, canonicalParams []byte) string {
+	st := k.pool.Get().(*hasher)
+	var fp [Len]byte
+	copy(fp[:], Prefix)
+	st.envelope(tool, canonicalParams, fp[len(Prefix):])
+	release(&k.pool, st)
+	return string(fp[:])
+}
+
+// Fingerprint normalises rawParams and returns the fingerprint of a call of tool with them
+// under k. The error, if any, is the one Normalize returns.
+func (k *Key) Fingerprint(tool string, rawParams []byte) (string, error) {
+	canon, err := Normalize(rawParams)
+	if err != nil {
+		return "", err
+	}
+	return k.Of(tool, canon), nil
+}
+
+// DownstreamKey returns the key sent to the downstream for the operation key of tenant
+// (SPEC §1): "dk_" and the first 32 hex digits of the HMAC-SHA256 of tenant, NUL, key. It
+// depends on nothing else, so an operation the ledger lost and the agent's retry created anew
+// sends the key the downstream already saw.
+func (k *Key) DownstreamKey(tenant, key string) string {
+	st := k.pool.Get().(*hasher)
+	st.h.Reset()
+	st.buf = append(append(append(st.buf[:0], tenant...), 0), key...)
+	st.h.Write(st.buf)
+	st.h.Sum(st.sum[:0])
+	var dk [len(DownstreamKeyPrefix) + 32]byte
+	copy(dk[:], DownstreamKeyPrefix)
+	hex.Encode(dk[len(DownstreamKeyPrefix):], st.sum[:16])
+	release(&k.pool, st)
+	return string(dk[:])
+}
+
+// Legacy returns the plain fingerprint the ledger recorded before fingerprints were keyed:
+// "sha256:" and the hex SHA-256 of the same canonical envelope. It is only compared with
+// what operations recorded back then hold; nothing new is given one.
+func Legacy(tool string, canonicalParams []byte) string {
+	st := plainPool.Get().(*hasher)
+	var fp [len(LegacyPrefix) + 2*sha256.Size]byte
+	copy(fp[:], LegacyPrefix)
+	st.envelope(tool, canonicalParams, fp[len(LegacyPrefix):])
+	release(&plainPool, st)
+	return string(fp[:])
+}
+
+// envelope hashes {"params":<canonicalParams>,"tool":<tool>} and writes the hex digest to dst.
+func (st *hasher) envelope(tool string, canonicalParams []byte, dst []byte) {
 	st.h.Reset()
 	st.buf = append(st.buf[:0], `{"params":`...)
 	st.h.Write(st.buf)
@@ -62,24 +142,13 @@ func Of(tool string, canonicalParams []byte) string {
 	st.buf = append(st.buf, '}')
 	st.h.Write(st.buf)
 	st.h.Sum(st.sum[:0])
-
-	var fp [Len]byte
-	copy(fp[:], Prefix)
-	hex.Encode(fp[len(Prefix):], st.sum[:])
-	if cap(st.buf) <= 4096 {
-		hasherPool.Put(st)
-	}
-	return string(fp[:])
+	hex.Encode(dst, st.sum[:])
 }
 
-// Fingerprint normalises rawParams and returns the fingerprint of a call of
-// tool with them. The error, if any, is the one Normalize returns.
-func Fingerprint(tool string, rawParams []byte) (string, error) {
-	canon, err := Normalize(rawParams)
-	if err != nil {
-		return "", err
+func release(p *sync.Pool, st *hasher) {
+	if cap(st.buf) <= 4096 {
+		p.Put(st)
 	}
-	return Of(tool, canon), nil
 }
 
 // appendString appends s to dst as a JCS string literal, quotes included.

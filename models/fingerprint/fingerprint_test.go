@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,9 +12,22 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// viaJCS computes a fingerprint the long way: it builds the envelope with
-// encoding/json and canonicalises the whole of it with jcs.
-func viaJCS(t *testing.T, tool string, params []byte) string {
+// testKeyRaw keys the fingerprints of these tests.
+var testKeyRaw = []byte("0123456789abcdef0123456789abcdef")
+
+var testKey = mustKey(testKeyRaw)
+
+func mustKey(raw []byte) *Key {
+	k, err := NewKey(raw)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// envelopeViaJCS builds the envelope the long way: with encoding/json, canonicalising the
+// whole of it with jcs.
+func envelopeViaJCS(t *testing.T, tool string, params []byte) []byte {
 	t.Helper()
 	env, err := json.Marshal(map[string]any{"tool": tool, "params": json.RawMessage(params)})
 	if err != nil {
@@ -23,13 +37,27 @@ func viaJCS(t *testing.T, tool string, params []byte) string {
 	if err != nil {
 		t.Fatalf("jcs.Transform(%s): %v", env, err)
 	}
-	sum := sha256.Sum256(canon)
-	return Prefix + hex.EncodeToString(sum[:])
+	return canon
+}
+
+// viaJCS computes a keyed fingerprint the long way, with crypto/hmac over envelopeViaJCS.
+func viaJCS(t *testing.T, tool string, params []byte) string {
+	t.Helper()
+	mac := hmac.New(sha256.New, testKeyRaw)
+	mac.Write(envelopeViaJCS(t, tool, params))
+	return Prefix + hex.EncodeToString(mac.Sum(nil))
+}
+
+// legacyViaJCS computes a plain fingerprint the long way.
+func legacyViaJCS(t *testing.T, tool string, params []byte) string {
+	t.Helper()
+	sum := sha256.Sum256(envelopeViaJCS(t, tool, params))
+	return LegacyPrefix + hex.EncodeToString(sum[:])
 }
 
 func mustFingerprint(t *testing.T, tool, params string) string {
 	t.Helper()
-	fp, err := Fingerprint(tool, []byte(params))
+	fp, err := testKey.Fingerprint(tool, []byte(params))
 	if err != nil {
 		t.Fatalf("Fingerprint(%q, %s): %v", tool, params, err)
 	}
@@ -125,29 +153,92 @@ func TestOfMatchesJCSEnvelope(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Normalize(%q): %v", tc.in, err)
 			}
-			if got, want := Of(tool, canon), viaJCS(t, tool, canon); got != want {
+			if got, want := testKey.Of(tool, canon), viaJCS(t, tool, canon); got != want {
 				t.Errorf("Of(%q, %s) = %s, want %s", tool, canon, got, want)
+			}
+			if got, want := Legacy(tool, canon), legacyViaJCS(t, tool, canon); got != want {
+				t.Errorf("Legacy(%q, %s) = %s, want %s", tool, canon, got, want)
 			}
 		}
 	}
-	// A known value, so that an accidental change of the envelope shows.
-	sum := sha256.Sum256([]byte(`{"params":{"subject":"Printer on fire"},"tool":"tickets.create"}`))
-	want := "sha256:" + hex.EncodeToString(sum[:])
+	// Known values, so that an accidental change of the envelope or the MAC shows.
+	envelope := []byte(`{"params":{"subject":"Printer on fire"},"tool":"tickets.create"}`)
+	mac := hmac.New(sha256.New, testKeyRaw)
+	mac.Write(envelope)
+	want := "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
 	if got := mustFingerprint(t, "tickets.create", `{"subject": "Printer on fire"}`); got != want {
 		t.Errorf("fingerprint = %s, want %s", got, want)
+	}
+	sum := sha256.Sum256(envelope)
+	if got, want := Legacy("tickets.create", []byte(`{"subject":"Printer on fire"}`)), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("legacy fingerprint = %s, want %s", got, want)
+	}
+}
+
+// TestKeyed: the fingerprint is not the plain SHA-256 that a guesser could compute, and two
+// ledgers' keys give two fingerprints of one call.
+func TestKeyed(t *testing.T) {
+	canon := []byte(`{"card_number":"4242424242424242","order_id":"o-1"}`)
+	fp := testKey.Of("refunds.issue", canon)
+	plain := Legacy("refunds.issue", canon)
+	if fp[len(Prefix):] == plain[len(LegacyPrefix):] {
+		t.Errorf("the keyed fingerprint %s is the plain SHA-256", fp)
+	}
+	other := mustKey([]byte("fedcba9876543210fedcba9876543210"))
+	if got := other.Of("refunds.issue", canon); got == fp {
+		t.Errorf("two keys give one fingerprint %s", got)
+	}
+	if len(fp) != Len {
+		t.Errorf("len(%s) = %d, want %d", fp, len(fp), Len)
+	}
+	if _, err := NewKey([]byte("short")); err == nil {
+		t.Error("NewKey accepted a key of 5 bytes")
+	}
+}
+
+// TestDownstreamKey: "dk_" and the first 32 hex digits of HMAC-SHA256(key, tenant NUL key)
+// (SPEC §1), where the NUL keeps ("ab", "c") and ("a", "bc") apart.
+func TestDownstreamKey(t *testing.T) {
+	mac := hmac.New(sha256.New, testKeyRaw)
+	mac.Write([]byte("acme\x00order-1:refund"))
+	want := "dk_" + hex.EncodeToString(mac.Sum(nil))[:32]
+	if got := testKey.DownstreamKey("acme", "order-1:refund"); got != want {
+		t.Errorf("DownstreamKey = %s, want %s", got, want)
+	}
+	if testKey.DownstreamKey("ab", "c") == testKey.DownstreamKey("a", "bc") {
+		t.Error("tenant and key run together")
+	}
+	if testKey.DownstreamKey("acme", "k") == mustKey([]byte("fedcba9876543210fedcba9876543210")).DownstreamKey("acme", "k") {
+		t.Error("two ledgers' keys derive one downstream key")
 	}
 }
 
 func TestOfInvalidUTF8Tool(t *testing.T) {
-	got := Of("a\xffb", []byte(`{}`))
-	if want := Of("a\uFFFDb", []byte(`{}`)); got != want {
+	got := testKey.Of("a\xffb", []byte(`{}`))
+	if want := testKey.Of("a\uFFFDb", []byte(`{}`)); got != want {
 		t.Errorf("Of with invalid UTF-8 = %s, want the U+FFFD form %s", got, want)
 	}
 }
 
 func TestFingerprintError(t *testing.T) {
-	_, err := Fingerprint("t", []byte(`{"a":1,"a":2}`))
+	_, err := testKey.Fingerprint("t", []byte(`{"a":1,"a":2}`))
 	if !errors.Is(err, ErrNotIJSON) {
 		t.Errorf("err = %v, want ErrNotIJSON", err)
+	}
+}
+
+// TestKeyedAllocations: the keyed fingerprint and the downstream key are on the path of every
+// request; each allocates only the string it returns (race builds instrument more, so the
+// count is checked without -race only).
+func TestKeyedAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	canon := []byte(`{"amount":1999,"currency":"EUR","order_id":"o-1"}`)
+	if n := testing.AllocsPerRun(200, func() { _ = testKey.Of("refunds.issue", canon) }); n > 1 {
+		t.Errorf("Of allocates %.1f times per call, want 1", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { _ = testKey.DownstreamKey("acme", "order-1:refund") }); n > 1 {
+		t.Errorf("DownstreamKey allocates %.1f times per call, want 1", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/fingerprint"
 	"gorm.io/gorm"
 )
 
@@ -91,10 +92,21 @@ func Open(t testing.TB, d models.Dialect) *gorm.DB {
 	return db
 }
 
-// Ledger returns a ledger over a fresh, migrated database of its own.
+// Ledger returns a ledger over a fresh, migrated database of its own, with its key.
 func Ledger(t testing.TB, d models.Dialect) *models.Ledger {
 	t.Helper()
-	return models.New(models.Config{DB: Open(t, d), Dialect: d})
+	db := Open(t, d)
+	return models.New(models.Config{DB: db, Dialect: d, Key: Key(t, db)})
+}
+
+// Key returns the key of the migrated ledger in db.
+func Key(t testing.TB, db *gorm.DB) *fingerprint.Key {
+	t.Helper()
+	k, err := models.LedgerKey(context.Background(), db)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return k
 }
 
 // Each runs fn as a subtest on every engine.

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
+)
+
+// dataKeys reads the data keys that seal sensitive params at rest: IDEMGATE_DATA_KEY seals,
+// IDEMGATE_DATA_KEYS_OLD (comma-separated) still open what earlier keys sealed. Neither set:
+// nil, params stored in clear.
+func (env *environment) dataKeys() (*datakey.Keyring, error) {
+	return datakey.Parse(env.getenv("IDEMGATE_DATA_KEY"), env.getenv("IDEMGATE_DATA_KEYS_OLD"))
+}
+
+const datakeyUsage = "usage: idemgate datakey generate | idemgate datakey rotate [--tools FILE]"
+
+// datakey runs `idemgate datakey generate` (prints a new data key) and `idemgate datakey
+// rotate` (seals every stored sensitive value under IDEMGATE_DATA_KEY).
+func (env *environment) datakey(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%s", datakeyUsage)
+	}
+	switch args[0] {
+	case "generate":
+		if len(args) > 1 {
+			return fmt.Errorf("%s", datakeyUsage)
+		}
+		fmt.Fprintln(env.stdout, datakey.Generate())
+		return nil
+	case "rotate":
+		return env.datakeyRotate(ctx, args[1:])
+	}
+	return fmt.Errorf("%s", datakeyUsage)
+}
+
+// datakeyRotate re-encrypts what older keys sealed under the current one, and seals the
+// sensitive params stored in clear before a data key was set (which tools have them is the
+// tools file's to say). Once it has run, the old keys can be dropped from
+// IDEMGATE_DATA_KEYS_OLD.
+func (env *environment) datakeyRotate(ctx context.Context, args []string) error {
+	fs := newFlagSet("datakey rotate", env.stderr)
+	toolsFile := fs.String("tools", env.getenv("IDEMGATE_TOOLS"),
+		"tools file whose sensitive_params apply, the one the gateway runs with (default: the built-in demo catalogue)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s", datakeyUsage)
+	}
+	keys, err := env.dataKeys()
+	if err != nil {
+		return err
+	}
+	if keys == nil {
+		return fmt.Errorf("IDEMGATE_DATA_KEY is not set: set it to the key to seal with (idemgate datakey generate makes one), and list the previous ones in IDEMGATE_DATA_KEYS_OLD")
+	}
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox")
+	if err != nil {
+		return err
+	}
+	l, closeDB, err := env.openLedgerWith(ctx, keys)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	r, err := l.RotateDataKeys(ctx, masker(cat), 500)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "data key %s: %d values re-encrypted from older keys, %d sealed that were stored in clear\n",
+		keys.ID(), r.Resealed, r.Sealed)
+	return audited(ctx, l, models.AuditInput{Action: models.AuditDataKeyRotate,
+		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed}})
+}
+
+// masker masks params with cat's sensitive_params; tools without any, or unknown to cat, are
+// left as they are.
+func masker(cat *catalog.Catalog) models.Masker {
+	return func(tool string, params []byte) ([]byte, bool, error) {
+		t, ok := cat.Get(tool)
+		if !ok || len(t.SensitiveParams) == 0 {
+			return nil, false, nil
+		}
+		masked, err := t.MaskCanonical(params)
+		return masked, err == nil, err
+	}
+}
