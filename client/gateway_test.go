@@ -47,7 +47,7 @@ func TestAtMostOnceThroughLostAnswers(t *testing.T) {
 		posts := g.Sandbox.Requests("/tickets")
 		require.Len(t, posts, 2)
 		for _, p := range posts {
-			assert.Equal(t, op.ID, p.Header.Get("Idempotency-Key"), "one downstream key")
+			assert.Equal(t, op.DownstreamKey, p.Header.Get("Idempotency-Key"), "one downstream key")
 		}
 	})
 }

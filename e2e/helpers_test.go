@@ -26,7 +26,7 @@ const (
 // operationMembers are the members of the operation object of SPEC §5, all of them always
 // present.
 var operationMembers = []string{
-	"id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref",
+	"id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref", "downstream_key",
 	"attempts", "next_attempt_at", "review", "compensates", "compensated_by", "workflow_run_id",
 	"step_id", "created_at", "updated_at", "completed_at",
 }

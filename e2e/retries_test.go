@@ -38,8 +38,11 @@ func TestLostResponseRetriedWithSameDownstreamKey(t *testing.T) {
 		reqs := g.Sandbox.Requests("/tickets")
 		require.Len(t, reqs, 2)
 		assert.Equal(t, sandbox.ModeDropAfterCommit, reqs[0].Fault)
+		dk := op["downstream_key"].(string)
+		assert.Regexp(t, `^dk_[0-9a-f]{32}$`, dk)
 		for i, rq := range reqs {
-			assert.Equal(t, id, rq.Header.Get("Idempotency-Key"), "request %d: the downstream key is the operation id", i)
+			assert.Equal(t, dk, rq.Header.Get("Idempotency-Key"), "request %d: the downstream key in the tool's key header", i)
+			assert.Equal(t, dk, rq.Header.Get("X-Idemgate-Downstream-Key"), "request %d", i)
 			assert.Equal(t, id, rq.Header.Get("X-Idemgate-Operation"), "request %d", i)
 			assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`, rq.Header.Get("Traceparent"), "request %d", i)
 			assert.NotEmpty(t, rq.Header.Get("X-Request-Id"), "request %d", i)

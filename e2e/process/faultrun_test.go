@@ -296,7 +296,8 @@ func TestRandomizedFaultRun(t *testing.T) {
 	}
 	for _, r := range s.sb.Requests("/tickets") {
 		if r.Method == http.MethodPost {
-			assert.Equal(t, r.Header.Get("X-Idemgate-Operation"), r.Header.Get("Idempotency-Key"), "tickets carry the operation id as key")
+			assert.Regexp(t, `^dk_[0-9a-f]{32}$`, r.Header.Get("Idempotency-Key"), "tickets carry the downstream key")
+			assert.Equal(t, r.Header.Get("X-Idemgate-Downstream-Key"), r.Header.Get("Idempotency-Key"), "in both headers")
 		}
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
 	"github.com/idemgate/idemgate/web/telemetry"
@@ -143,6 +144,10 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Tools is the tools file, {{SANDBOX}} standing for the sandbox's URL (default: Tools).
 	Tools string
+	// Catalog, when set, builds the catalogue from the sandbox's URL instead (catalog.Demo).
+	Catalog func(sandboxURL string) (*catalog.Catalog, error)
+	// DataKeys seal sensitive params at rest, as IDEMGATE_DATA_KEY does (default: none).
+	DataKeys *datakey.Keyring
 }
 
 // Start runs a gateway on engine d until the test ends: the API, the executor and the
@@ -159,7 +164,13 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	if tools == "" {
 		tools = Tools
 	}
-	cat, err := catalog.Load([]byte(strings.ReplaceAll(tools, "{{SANDBOX}}", sbSrv.URL)))
+	build := opts.Catalog
+	if build == nil {
+		build = func(url string) (*catalog.Catalog, error) {
+			return catalog.Load([]byte(strings.ReplaceAll(tools, "{{SANDBOX}}", url)))
+		}
+	}
+	cat, err := build(sbSrv.URL)
 	if err != nil {
 		t.Fatalf("gatewaytest: catalogue: %v", err)
 	}
@@ -173,7 +184,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 			EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond}
 	}
 	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
-		Log: slog.New(slog.NewJSONHandler(logTo, nil)), TracerProvider: opts.TracerProvider, Jobs: jobsCfg,
+		Log: slog.New(slog.NewJSONHandler(logTo, nil)), TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
 		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst}})
 	if err != nil {
 		t.Fatalf("gatewaytest: %v", err)

@@ -52,3 +52,28 @@ func TestRefundCreateAndLookup(t *testing.T) {
 		t.Errorf("short card number echoed: %s", b)
 	}
 }
+
+// TestRefundReferencedByDownstreamKey: a refund records the downstream key it is given, and a
+// look-up by that key finds it, as one by the operation id does; a gateway that lost the
+// operation's record looks it up by the key it sends again (SPEC §1).
+func TestRefundReferencedByDownstreamKey(t *testing.T) {
+	sb, c := start(t)
+	body := `{"order_id":"o-8","amount_cents":5,"currency":"EUR"}`
+	resp, b := c.must("POST", "/refunds", body, "X-Idemgate-Operation", "op-1", "X-Idemgate-Downstream-Key", "dk_1")
+	wantStatus(t, resp, b, 201)
+	if r := obj(t, b); r["reference"] != "dk_1" || r["operation"] != "op-1" {
+		t.Fatalf("refund %s", b)
+	}
+	for _, ref := range []string{"dk_1", "op-1"} {
+		resp, b = c.must("GET", "/refunds?reference="+ref, "")
+		wantStatus(t, resp, b, 200)
+		if obj(t, b)["id"] != "R-5001" {
+			t.Errorf("look-up by %s: %s", ref, b)
+		}
+	}
+	resp, b = c.must("GET", "/refunds?reference=dk_2", "")
+	wantStatus(t, resp, b, 404)
+	if got := sb.Requests("/refunds")[0].Header.Get("X-Idemgate-Downstream-Key"); got != "dk_1" {
+		t.Errorf("recorded downstream key header %q", got)
+	}
+}

@@ -27,6 +27,15 @@ const defaultPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=dis
 // Dialects are the engines every ledger test runs on.
 var Dialects = []models.Dialect{models.Postgres, models.SQLite}
 
+// AdminDSN is the DSN of the test PostgreSQL's admin database (IDEMGATE_TEST_POSTGRES, or the
+// local default), "off" when its tests are skipped.
+func AdminDSN() string {
+	if admin := os.Getenv(PostgresEnv); admin != "" {
+		return admin
+	}
+	return defaultPostgres
+}
+
 // DSN creates an empty database for t on engine d and returns the DSN that selects it. The
 // PostgreSQL one is a schema of its own (search_path), dropped when the test ends.
 func DSN(t testing.TB, d models.Dialect) string {
@@ -34,12 +43,9 @@ func DSN(t testing.TB, d models.Dialect) string {
 	if d == models.SQLite {
 		return filepath.Join(t.TempDir(), "idemgate.db")
 	}
-	admin := os.Getenv(PostgresEnv)
+	admin := AdminDSN()
 	if admin == "off" {
 		t.Skipf("%s=off: PostgreSQL tests skipped", PostgresEnv)
-	}
-	if admin == "" {
-		admin = defaultPostgres
 	}
 	ctx := context.Background()
 	db, _, err := models.Open(ctx, admin)

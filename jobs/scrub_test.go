@@ -1,0 +1,76 @@
+package jobs
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestURLErrorScrubbed: a sensitive param templated into a URL path reaches Go's url.Error
+// text ("Post \"http://…/cards/4242%204242…/charge\": dial tcp …"), URL-escaped. The tools
+// file refuses such a tool at load, so it is built here in code, as a catalogue written
+// before that rule would have had it. The recorded message, the attempt's error and the
+// timeline show "***" in its place.
+func TestURLErrorScrubbed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		l := testdb.Ledger(t, d)
+		_, err := l.CreateTenant(ctx, "acme")
+		require.NoError(t, err)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close()) // nothing listens: the request is refused, never sent
+
+		const secret = "4242 4242 4242 4242"
+		tool := &catalog.Tool{Name: "cards.charge", Effect: catalog.EffectWrite, SensitiveParams: []string{"card"},
+			HTTP:  catalog.HTTPSpec{Method: http.MethodPost, URL: "http://" + addr + "/cards/{{.Params.card}}/charge", Timeout: time.Second},
+			Retry: catalog.RetryPolicy{MaxAttempts: 1, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}
+		params := []byte(`{"card":"` + secret + `"}`)
+		s, err := l.Submit(ctx, models.NewOperation{Tenant: "acme", PrincipalID: "p", APIKeyID: "k", Key: "charge-1",
+			Tool: tool.Name, Fingerprint: l.Fingerprint(tool.Name, params), Params: params,
+			Claim: &models.ClaimSpec{Worker: "w1", LeaseFor: time.Minute}, Actor: "api:agent"})
+		require.NoError(t, err)
+		e := NewExecutor(ExecutorConfig{Ledger: l, Worker: "w1"})
+		c := models.Claimed{Op: s.Op, Attempt: s.Attempt}
+
+		out := e.attempt(ctx, tool, c)
+		require.Equal(t, string(NotSent), out.Class, "%+v", out)
+		for _, text := range []string{out.ErrorMessage, out.Error} {
+			assert.Contains(t, text, "/cards/***/charge", "the URL is shown with the value masked")
+			assert.NotContains(t, text, "4242")
+		}
+		require.NoError(t, e.record(ctx, c, out))
+
+		op, err := l.Get(ctx, "acme", s.Op.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.StateFailedFinal, op.State)
+		recorded := []string{*op.ErrorMessage}
+		evs, err := l.Events(ctx, "acme", op.ID)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			if ev.Detail != nil {
+				recorded = append(recorded, *ev.Detail)
+			}
+		}
+		atts, err := l.Attempts(ctx, op.ID)
+		require.NoError(t, err)
+		for _, a := range atts {
+			if a.Error != nil {
+				recorded = append(recorded, *a.Error)
+			}
+		}
+		all := strings.Join(recorded, "\n")
+		assert.Contains(t, all, "***")
+		assert.NotContains(t, all, "4242", "neither the error message, the events nor the attempts show the card")
+	})
+}
