@@ -23,9 +23,9 @@ import (
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"gorm.io/gorm"
 )
 
 // echoTools are tools whose downstream (echoDownstream) quotes back what it is sent. {{ECHO}}

@@ -198,7 +198,7 @@ func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
 	c.Tenant(t, s.Tenant)
 	in := models.NewOperation{Tenant: s.Tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: s.Key, Tool: s.Tool,
 		Fingerprint: c.Ledger.Fingerprint(s.Tool, []byte(s.Params)), DownstreamKey: c.Ledger.DownstreamKey(s.Tenant, s.Key),
-		Params: []byte(s.Params),
+		Params:        []byte(s.Params),
 		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent", NeedsApproval: s.NeedsApproval}
 	if s.Unknown || s.Outcome != nil {
 		in.Claim = &models.ClaimSpec{Worker: "test-worker", LeaseFor: time.Minute}
