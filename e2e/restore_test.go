@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -91,4 +92,43 @@ func TestRestoredLedgerRunsNothingTwice(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, lookups, "each refund operation looked its downstream key up before sending")
+}
+
+// TestRefundLooksBeforeSending: a refund (no key support, a look-up by downstream key) asks
+// first; while the look-up fails nothing is sent and the attempt is retried like any request
+// that was not sent; once it answers 404 the refund is sent, once. Every request, look-ups
+// included, carries the operation's downstream key.
+func TestRefundLooksBeforeSending(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Catalog: func(sandboxURL string) (*catalog.Catalog, error) {
+			return catalog.Demo(sandboxURL), nil
+		}})
+		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeError, Path: "/refunds", Method: http.MethodGet, Count: 1})
+		r := g.Submit(t, "wf-3:refund", "refunds.issue", `{"order_id":"o-3","amount_cents":5,"currency":"EUR"}`,
+			map[string]string{"Prefer": "wait=10"})
+		op := requireOp(t, r, http.StatusCreated)
+		require.Equal(t, "SUCCEEDED", op["state"])
+		assert.EqualValues(t, 2, op["attempts"], "the first attempt only asked, and got no answer")
+		assert.Equal(t, 1, g.Sandbox.Committed("refunds"))
+
+		var methods []string
+		for _, q := range g.Sandbox.Requests("/refunds") {
+			methods = append(methods, q.Method)
+			assert.Equal(t, op["downstream_key"], q.Header.Get("X-Idemgate-Downstream-Key"), "%s %s", q.Method, q.Path)
+			assert.Equal(t, op["id"], q.Header.Get("X-Idemgate-Operation"))
+		}
+		assert.Equal(t, []string{http.MethodGet, http.MethodGet, http.MethodPost}, methods, "look, look, send")
+
+		evs := g.Do(t, http.MethodGet, "/v1/operations/"+op["id"].(string)+"/events", g.Key, nil, "")
+		assert.Contains(t, string(evs.Body), "retry_scheduled")
+		assert.Contains(t, string(evs.Body), `"class":"not_sent"`)
+
+		// A card the schema refuses: the refusal does not quote it.
+		bad := g.Submit(t, "wf-3:bad-card", "refunds.issue",
+			`{"order_id":"o-4","amount_cents":5,"currency":"EUR","card_number":"4242 4242 4242 4242"}`, nil)
+		requireProblem(t, g, bad, http.StatusBadRequest, "invalid-params")
+		assert.Contains(t, string(bad.Body), "/card_number")
+		assert.NotContains(t, string(bad.Body), "4242 4242", "the schema's message quoting the value is masked")
+	})
 }

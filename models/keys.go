@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/fingerprint"
 	"gorm.io/gorm"
 )
@@ -20,20 +21,46 @@ func newLedgerKey() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// ledgerKeyAAD binds the sealed ledger key to its setting.
+var ledgerKeyAAD = []byte(ledgerKeySetting)
+
 // LedgerKey reads the ledger's key from the migrated database db: the key of its fingerprints
 // and downstream keys (SPEC §1). The migration that introduced it generated it once, so every
 // replica and every command reads the same one. It never changes: were it lost, every recorded
 // fingerprint would stop matching its retries, so a ledger without it is refused rather than
 // given a new one.
-func LedgerKey(ctx context.Context, db *gorm.DB) (*fingerprint.Key, error) {
-	var v []string
-	if err := db.WithContext(ctx).Table("settings").Where("name = ?", ledgerKeySetting).Pluck("value", &v).Error; err != nil {
-		return nil, unavailable("read the ledger's key", err)
+//
+// With data keys, the key is kept sealed under them (and sealed here, in place, the first time
+// a gateway with data keys starts): a reader of the database who had the ledger's key beside
+// the fingerprints could test guesses of a sealed value offline, which sealing must prevent.
+// A sealed ledger key without data keys is an error.
+func LedgerKey(ctx context.Context, db *gorm.DB, keys *datakey.Keyring) (*fingerprint.Key, error) {
+	stored, err := readSetting(ctx, db, ledgerKeySetting)
+	if err != nil {
+		return nil, err
 	}
-	if len(v) == 0 {
+	if stored == "" {
 		return nil, fmt.Errorf("ledger: the ledger's key (setting %s) is missing: it was made when the ledger was migrated and never changes; restore the settings table from a backup", ledgerKeySetting)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(v[0])
+	encoded := stored
+	if _, err := datakey.KeyID(stored); err == nil { // sealed
+		if keys == nil {
+			return nil, fmt.Errorf("ledger: the ledger's key is sealed with a data key, and IDEMGATE_DATA_KEY is not set")
+		}
+		plain, err := keys.Open(stored, ledgerKeyAAD)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: the ledger's key: %w", err)
+		}
+		encoded = string(plain)
+	} else if keys != nil {
+		// Compare-and-set: replicas starting at once seal the same key; one write wins.
+		err := db.WithContext(ctx).Table("settings").Where("name = ? AND value = ?", ledgerKeySetting, stored).
+			Update("value", keys.Seal([]byte(stored), ledgerKeyAAD)).Error
+		if err != nil {
+			return nil, unavailable("seal the ledger's key", err)
+		}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(encoded)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: the ledger's key (setting %s) is malformed: %w", ledgerKeySetting, err)
 	}
@@ -42,6 +69,38 @@ func LedgerKey(ctx context.Context, db *gorm.DB) (*fingerprint.Key, error) {
 		return nil, fmt.Errorf("ledger: the ledger's key (setting %s): %w", ledgerKeySetting, err)
 	}
 	return k, nil
+}
+
+// resealLedgerKey seals the ledger's key under the current data key, opening it with an older
+// one or taking it from clear; it does nothing when it is sealed under the current key.
+func resealLedgerKey(tx *gorm.DB, keys *datakey.Keyring) (bool, error) {
+	stored, err := readSetting(tx.Statement.Context, tx, ledgerKeySetting)
+	if err != nil || stored == "" || keys.Current(stored) {
+		return false, err
+	}
+	plain := []byte(stored)
+	if _, err := datakey.KeyID(stored); err == nil {
+		if plain, err = keys.Open(stored, ledgerKeyAAD); err != nil {
+			return false, fmt.Errorf("ledger: the ledger's key: %w", err)
+		}
+	}
+	res := tx.Table("settings").Where("name = ? AND value = ?", ledgerKeySetting, stored).
+		Update("value", keys.Seal(plain, ledgerKeyAAD))
+	if res.Error != nil {
+		return false, unavailable("reseal the ledger's key", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func readSetting(ctx context.Context, db *gorm.DB, name string) (string, error) {
+	var v []string
+	if err := db.WithContext(ctx).Table("settings").Where("name = ?", name).Pluck("value", &v).Error; err != nil {
+		return "", unavailable("read setting "+name, err)
+	}
+	if len(v) == 0 {
+		return "", nil
+	}
+	return v[0], nil
 }
 
 // Fingerprint returns the fingerprint of a call of tool with canonical params under the

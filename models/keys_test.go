@@ -36,7 +36,7 @@ func TestLedgerKeyMadeOnceAndShared(t *testing.T) {
 				sqlDB, _ := db.DB()
 				t.Cleanup(func() { sqlDB.Close() })
 				if assert.NoError(t, models.Migrate(ctx, db, d)) {
-					keys[i], err = models.LedgerKey(ctx, db)
+					keys[i], err = models.LedgerKey(ctx, db, nil)
 					assert.NoError(t, err)
 				}
 			}()
@@ -53,12 +53,12 @@ func TestLedgerKeyMadeOnceAndShared(t *testing.T) {
 		sqlDB, _ := db.DB()
 		defer sqlDB.Close()
 		require.NoError(t, models.Migrate(ctx, db, d), "migrating again changes nothing")
-		again, err := models.LedgerKey(ctx, db)
+		again, err := models.LedgerKey(ctx, db, nil)
 		require.NoError(t, err)
 		assert.Equal(t, keys[0].DownstreamKey("acme", "k"), again.DownstreamKey("acme", "k"))
 
 		require.NoError(t, db.Exec("DELETE FROM settings WHERE name = 'ledger.key'").Error)
-		_, err = models.LedgerKey(ctx, db)
+		_, err = models.LedgerKey(ctx, db, nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "missing")
 	})

@@ -70,17 +70,23 @@ type Masker func(tool string, params []byte) (masked []byte, ok bool, err error)
 type Rotation struct {
 	Resealed int // sealed under an older key, now under the current one
 	Sealed   int // kept in clear (recorded without a data key), now sealed
+	// LedgerKey: the ledger's own key was sealed anew (see LedgerKey).
+	LedgerKey bool
 }
 
-// RotateDataKeys seals every stored params value that needs it under the current data key:
-// those sealed under an older key, and those of tools with sensitive params (mask says which)
-// kept in clear. It works in batches of batch rows, each one transaction, and each row is
-// changed only if it still holds what was read (retention may drop it meanwhile). It can be
-// run again; it finds nothing left to do.
+// RotateDataKeys seals everything that needs it under the current data key: the ledger's own
+// key, and every stored params value sealed under an older key or, for tools with sensitive
+// params (mask says which), kept in clear. It works in batches of batch rows, each one
+// transaction, and each row is changed only if it still holds what was read (retention may
+// drop it meanwhile). It can be run again; it finds nothing left to do.
 func (l *Ledger) RotateDataKeys(ctx context.Context, mask Masker, batch int) (Rotation, error) {
 	var r Rotation
 	if l.data == nil {
 		return r, fmt.Errorf("ledger: IDEMGATE_DATA_KEY is not set: there is no key to rotate to")
+	}
+	var err error
+	if r.LedgerKey, err = resealLedgerKey(l.scope(ctx), l.data); err != nil {
+		return r, err
 	}
 	after := ""
 	for {

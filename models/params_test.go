@@ -116,6 +116,9 @@ func TestRotateDataKeys(t *testing.T) {
 		params, _ := storedRow(t, db, clearOp.Op.ID)
 		require.Contains(t, *params, sealedCard, "without a key the card is stored in clear")
 
+		// A gateway started with k1 seals the ledger's key under it.
+		_, err = models.LedgerKey(ctx, db, keyring(t, k1, ""))
+		require.NoError(t, err)
 		first := models.New(models.Config{DB: db, Dialect: d, Key: key, DataKeys: keyring(t, k1, "")})
 		old, err := first.Submit(ctx, cardOp(first, c, "sealed-under-k1"))
 		require.NoError(t, err)
@@ -131,7 +134,7 @@ func TestRotateDataKeys(t *testing.T) {
 		}
 		r, err := rotated.RotateDataKeys(ctx, mask, 1)
 		require.NoError(t, err)
-		assert.Equal(t, models.Rotation{Resealed: 1, Sealed: 1}, r)
+		assert.Equal(t, models.Rotation{Resealed: 1, Sealed: 1, LedgerKey: true}, r)
 		r, err = rotated.RotateDataKeys(ctx, mask, 10)
 		require.NoError(t, err)
 		assert.Equal(t, models.Rotation{}, r, "nothing left to do")
@@ -145,6 +148,11 @@ func TestRotateDataKeys(t *testing.T) {
 			require.NoError(t, err, "after rotation the old key is no longer needed")
 			assert.Contains(t, string(got), sealedCard)
 		}
+		after, err := models.LedgerKey(ctx, db, keyring(t, k2, ""))
+		require.NoError(t, err, "the ledger's key opens with the new data key alone")
+		assert.Equal(t, key.DownstreamKey("acme", "k"), after.DownstreamKey("acme", "k"), "and is the same key")
+		_, err = models.LedgerKey(ctx, db, nil)
+		assert.ErrorContains(t, err, "sealed", "a reader without the data key does not get the ledger's key")
 		params, sealed := storedRow(t, db, plainOp.Op.ID)
 		assert.Nil(t, sealed, "params without secrets stay as they are")
 		assert.NotNil(t, params)

@@ -37,18 +37,14 @@ func (env *environment) openLedger(ctx context.Context) (*models.Ledger, func(),
 	return env.openLedgerWith(ctx, nil)
 }
 
-// openLedgerWith is openLedger with data keys. Like every ledger, it has the ledger's key.
+// openLedgerWith is openLedger with data keys. No command computes a fingerprint or a
+// downstream key (serve and worker do, through internal/app), so none reads the ledger's key.
 func (env *environment) openLedgerWith(ctx context.Context, keys *datakey.Keyring) (*models.Ledger, func(), error) {
 	db, dialect, closeDB, err := env.openDB(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := models.LedgerKey(ctx, db)
-	if err != nil {
-		closeDB()
-		return nil, nil, err
-	}
-	return models.New(models.Config{DB: db, Dialect: dialect, Key: key, DataKeys: keys}), closeDB, nil
+	return models.New(models.Config{DB: db, Dialect: dialect, DataKeys: keys}), closeDB, nil
 }
 
 func (env *environment) migrate(ctx context.Context, args []string) error {

@@ -71,10 +71,14 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "data key %s: %d values re-encrypted from older keys, %d sealed that were stored in clear\n",
+	fmt.Fprintf(env.stdout, "data key %s: %d values re-encrypted from older keys, %d sealed that were stored in clear",
 		keys.ID(), r.Resealed, r.Sealed)
+	if r.LedgerKey {
+		fmt.Fprint(env.stdout, "; the ledger's key sealed anew")
+	}
+	fmt.Fprintln(env.stdout)
 	return audited(ctx, l, models.AuditInput{Action: models.AuditDataKeyRotate,
-		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed}})
+		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed, "ledger_key": r.LedgerKey}})
 }
 
 // masker masks params with cat's sensitive_params; tools without any, or unknown to cat, are

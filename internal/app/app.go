@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	cat, log := cfg.Catalog, cfg.Log
 	// The ledger's key is read once, here: every fingerprint and downstream key this
 	// process makes uses the key every other replica uses (SPEC §1).
-	key, err := models.LedgerKey(ctx, cfg.DB)
+	key, err := models.LedgerKey(ctx, cfg.DB, cfg.DataKeys)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

@@ -108,7 +108,7 @@ func Ledger(t testing.TB, d models.Dialect) *models.Ledger {
 // Key returns the key of the migrated ledger in db.
 func Key(t testing.TB, db *gorm.DB) *fingerprint.Key {
 	t.Helper()
-	k, err := models.LedgerKey(context.Background(), db)
+	k, err := models.LedgerKey(context.Background(), db, nil)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
