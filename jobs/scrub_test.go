@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -74,3 +75,33 @@ func TestURLErrorScrubbed(t *testing.T) {
 		assert.NotContains(t, all, "4242", "neither the error message, the events nor the attempts show the card")
 	})
 }
+
+// TestProbeAnswerScrubbed: what a reconcile look-up finds is recorded scrubbed too, and the
+// look-up carries the operation's downstream key.
+func TestProbeAnswerScrubbed(t *testing.T) {
+	const secret = "4000056655665556"
+	var gotKey string
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotKey = r.Header.Get("X-Idemgate-Downstream-Key")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"R-1","card":"` + secret + `","note":"refunded to ` + secret + `"}`))
+	}))
+	t.Cleanup(down.Close)
+	tool := &catalog.Tool{Name: "refunds.issue", Effect: catalog.EffectWrite, SensitiveParams: []string{"/card_number"},
+		HTTP:      catalog.HTTPSpec{Method: http.MethodPost, URL: down.URL + "/refunds", Timeout: time.Second, ResultReference: "/id"},
+		Reconcile: &catalog.ReconcileSpec{Method: http.MethodGet, URL: down.URL + "/refunds?reference={{.DownstreamKey}}"},
+		Retry:     catalog.RetryPolicy{MaxAttempts: 1}}
+	params := `{"card_number":"` + secret + `"}`
+	op := &models.Operation{ID: "op_1", Tenant: "acme", Key: "k", Tool: tool.Name, Params: &params,
+		DownstreamKey: ptrTo("dk_0123"), State: models.StateUnknown}
+	l := testdb.Ledger(t, models.SQLite)
+	r := NewRecovery(NewExecutor(ExecutorConfig{Ledger: l, Worker: "w1"}), RecoveryConfig{})
+
+	out := r.ask(context.Background(), tool, op)
+	require.Equal(t, models.StateSucceeded, out.To, "%+v", out)
+	assert.Equal(t, "dk_0123", gotKey)
+	assert.JSONEq(t, `{"id":"R-1","card":"***","note":"refunded to ***"}`, string(out.Result))
+	assert.Equal(t, "R-1", out.DownstreamRef)
+}
+
+func ptrTo(s string) *string { return &s }
