@@ -232,8 +232,8 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 }
 
 // Purge drops params (sealed ones too) and result of tool's terminal operations completed
-// before cutoff, keeping the tombstone (tenant, key, fingerprint, final state, id) so the key never runs
-// again. It returns how many it purged (at most limit).
+// before cutoff, keeping the tombstone (tenant, key, fingerprint, final state, id) so the key
+// never runs again. It returns how many it purged (at most limit).
 func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit int) (int, error) {
 	now := l.clock()
 	n := 0
