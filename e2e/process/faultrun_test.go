@@ -403,11 +403,11 @@ func downstreamEffects(t *testing.T, s *stack) map[string]*effect {
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 		var list map[string][]struct {
 			ID        string `json:"id"`
-			Reference string `json:"reference"`
+			Operation string `json:"operation"` // X-Idemgate-Operation of the creating request
 		}
 		require.NoError(t, json.Unmarshal(r.Body, &list))
 		for _, rec := range list[kind] {
-			add(kind, rec.Reference, rec.ID)
+			add(kind, rec.Operation, rec.ID)
 		}
 	}
 	for _, r := range s.sb.Requests("/emails") {
