@@ -17,6 +17,9 @@ import (
 func TestCompensable(t *testing.T) {
 	t.Parallel()
 	cat := catalog.Demo("http://127.0.0.1:9")
+	// The call is built by an executor, which opens sealed params through its ledger; these
+	// params are in clear, so the ledger needs no database.
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: models.New(models.Config{}), Catalog: cat})
 	params, result := `{"subject":"printer on fire"}`, `{"id":"T-1001"}`
 	succeeded := func(tool string) *models.Operation {
 		return &models.Operation{ID: "op_1", Key: "k", Tenant: "acme", Tool: tool, State: models.StateSucceeded,
@@ -26,7 +29,7 @@ func TestCompensable(t *testing.T) {
 		by, err := jobs.Compensable(cat, succeeded("tickets.create"))
 		require.NoError(t, err)
 		assert.Equal(t, "tickets.close", by.Name)
-		tool, call, err := jobs.CompensationCall(cat, succeeded("tickets.create"))
+		tool, call, err := exec.CompensationCall(succeeded("tickets.create"))
 		require.NoError(t, err)
 		assert.Same(t, by, tool, "the call is made with the tool Compensable named")
 		assert.JSONEq(t, `{"ticket_id":"T-1001","reason":"compensation for op_1"}`, string(call))
@@ -57,7 +60,7 @@ func TestCompensable(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, models.CodeNotCompensable, models.ErrorCode(err))
 			assert.Same(t, op, models.ErrorOperation(err), "the refusal names the operation")
-			_, _, callErr := jobs.CompensationCall(cat, op)
+			_, _, callErr := exec.CompensationCall(op)
 			assert.Equal(t, err.Error(), callErr.Error(), "no call is built for what Compensable refuses")
 		})
 	}
