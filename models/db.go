@@ -10,7 +10,6 @@ import (
 
 	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -30,7 +29,7 @@ const (
 const DefaultDSN = "idemgate.db"
 
 // Open connects to the database named by dsn: a postgres:// or postgresql:// URL selects
-// PostgreSQL, anything else is an SQLite file path (optionally prefixed with "sqlite:" or
+// PostgreSQL (the URL may name a primary and its standbys: see pgconn.go), anything else is an SQLite file path (optionally prefixed with "sqlite:" or
 // "file:"). It does not migrate; see Migrate.
 func Open(ctx context.Context, dsn string) (*gorm.DB, Dialect, error) {
 	return OpenWith(ctx, dsn, Options{})
@@ -58,20 +57,15 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect,
 		TranslateError:         true,
 	}
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		pgCfg, err := pgx.ParseConfig(dsn)
+		sqlDB, err := openPostgres(dsn, opts.QueryTracer)
 		if err != nil {
-			return nil, "", fmt.Errorf("ledger: postgres dsn: %w", err)
+			return nil, "", err
 		}
-		pgCfg.Tracer = opts.QueryTracer
-		sqlDB := stdlib.OpenDB(*pgCfg)
 		db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), cfg)
 		if err != nil {
 			sqlDB.Close()
 			return nil, "", fmt.Errorf("ledger: open postgres: %w", err)
 		}
-		sqlDB.SetMaxOpenConns(32)
-		sqlDB.SetMaxIdleConns(32)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		return db, Postgres, nil
 	}
 	return openSQLite(ctx, dsn, cfg, opts)

@@ -89,8 +89,15 @@ func (l *Ledger) Changes() *Hub { return l.changes }
 
 func (l *Ledger) clock() time.Time { return l.now().UTC().Truncate(time.Microsecond) }
 
-// Ready reports whether the database answers and its schema is the one this build expects.
+// Ready reports whether the database answers, accepts writes, and has the schema this build
+// expects. A PostgreSQL server that takes no writes (a standby, an old primary) is not
+// ready: nothing could be recorded there.
 func (l *Ledger) Ready(ctx context.Context) error {
+	if l.dialect == Postgres {
+		if err := l.db.WithContext(ctx).Exec(checkWritable).Error; err != nil {
+			return unavailable("check the server accepts writes", err)
+		}
+	}
 	v, err := CurrentVersion(ctx, l.db)
 	if err != nil {
 		return err

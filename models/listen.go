@@ -2,6 +2,8 @@ package models
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,6 +14,10 @@ import (
 // notifyChannel carries the ids of operations whose changes just committed.
 const notifyChannel = "idemgate_operations"
 
+// ListenerApplicationName is the application_name of a gateway's LISTEN connection, so that
+// operators (and tests) can tell it apart in pg_stat_activity.
+const ListenerApplicationName = "idemgate-listener"
+
 // keysChannel carries the ids of API keys just revoked, so every replica forgets them.
 const keysChannel = "idemgate_api_keys"
 
@@ -19,32 +25,54 @@ const keysChannel = "idemgate_api_keys"
 // no characters that need quoting.
 func pgArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }
 
+// listenerCheck is how often an idle listener makes sure it still sits on the primary: after
+// a switchover that left the old primary running, it would otherwise go on listening there
+// and hear nothing the new primary sends.
+const listenerCheck = 5 * time.Second
+
 // Listen relays changes committed by other processes to this ledger's hub, so waiters wake at
 // once instead of at their next poll, and their API-key revocations to its key cache, until
-// ctx ends. It reconnects after failures. On SQLite (a single process) it returns at once:
-// waiters there poll.
+// ctx ends. It reconnects after failures, to whichever host of dsn is the primary by then. On
+// SQLite (a single process) it returns at once: waiters there poll.
 func (l *Ledger) Listen(ctx context.Context, dsn string, log *slog.Logger) {
 	if l.dialect != Postgres {
 		return
 	}
-	backoff := 100 * time.Millisecond
+	cfg, err := pgConfig(dsn, ListenerApplicationName, nil)
+	if err != nil {
+		log.Error("ledger listener cannot start; waiters poll", "err", err)
+		return
+	}
+	const first, most = 100 * time.Millisecond, 2 * time.Second
+	backoff, down := first, false
 	for ctx.Err() == nil {
-		err := l.listenOnce(ctx, dsn)
+		err := l.listenOnce(ctx, cfg, func() {
+			backoff = first
+			if down {
+				log.Info("ledger listener connected again")
+				down = false
+			}
+		})
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("ledger listener disconnected; waiters fall back to polling until it reconnects", "err", err)
+		if !down {
+			// Once per outage: while no primary answers, every retry would fail alike.
+			log.Warn("ledger listener disconnected; waiters fall back to polling until it reconnects", "err", err)
+			down = true
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, most)
 	}
 }
 
-func (l *Ledger) listenOnce(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
+// listenOnce listens on one connection until it fails; connected is called once LISTEN holds.
+func (l *Ledger) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected func()) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -55,9 +83,21 @@ func (l *Ledger) listenOnce(ctx context.Context, dsn string) error {
 	// Revocations made while no listener was connected were not heard: believe no key
 	// learned before this point.
 	l.keys.flush()
+	connected()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		wctx, cancel := context.WithTimeout(ctx, listenerCheck)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := stillPrimary(ctx, conn); err != nil {
+				return err
+			}
+			continue
+		default:
 			return err
 		}
 		switch n.Channel {
@@ -67,4 +107,18 @@ func (l *Ledger) listenOnce(ctx context.Context, dsn string) error {
 			l.changes.Publish(n.Payload)
 		}
 	}
+}
+
+// stillPrimary fails when conn's server no longer accepts writes, or does not answer.
+func stillPrimary(ctx context.Context, conn *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, listenerCheck)
+	defer cancel()
+	var readOnly string
+	if err := conn.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
+		return fmt.Errorf("listener health check: %w", err)
+	}
+	if readOnly == "on" {
+		return errors.New("the server the listener is on accepts no writes any more: it is no longer the primary")
+	}
+	return nil
 }

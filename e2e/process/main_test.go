@@ -174,15 +174,22 @@ func newStackOn(t *testing.T, dsn string, opts stackOptions) *stack {
 	}
 	require.NotEmpty(t, s.key, "no API key in the output of apikey create:\n%s", out)
 
+	s.readFrom(t, dsn)
+	s.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	t.Cleanup(s.client.CloseIdleConnections)
+	return s
+}
+
+// readFrom points the test's own ledger (s.ledger, for reading what the processes recorded)
+// at dsn.
+func (s *stack) readFrom(t *testing.T, dsn string) {
+	t.Helper()
 	db, d, err := models.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	sqlDB, _ := db.DB()
 	sqlDB.SetMaxOpenConns(4)
 	t.Cleanup(func() { sqlDB.Close() })
 	s.ledger = models.New(models.Config{DB: db, Dialect: d})
-	s.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	t.Cleanup(s.client.CloseIdleConnections)
-	return s
 }
 
 // serve starts `idemgate serve` on a free port with the test tools and fast settings.

@@ -29,22 +29,37 @@ type Postgres struct {
 	runAs  *user.User // set when running as root: PostgreSQL refuses to run as root
 }
 
-// postgresBinDir finds initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/*/bin.
+// postgresTools are the server programs the tests run, all from one installation.
+var postgresTools = []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"}
+
+// postgresBinDir finds the directory holding every one of postgresTools: pg_ctl's on PATH
+// (its symbolic links followed: distributions link a few programs into /usr/bin or
+// /usr/local/bin, not all), else the newest /usr/lib/postgresql/*/bin.
 func postgresBinDir() (string, error) {
+	var candidates []string
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if _, err := exec.LookPath("initdb"); err == nil {
-			return filepath.Dir(p), nil
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			candidates = append(candidates, filepath.Dir(real))
 		}
 	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
 	for _, m := range matches {
-		dir := filepath.Dir(m)
-		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+		candidates = append(candidates, filepath.Dir(m))
+	}
+	for _, dir := range candidates {
+		complete := true
+		for _, tool := range postgresTools {
+			if _, err := os.Stat(filepath.Join(dir, tool)); err != nil {
+				complete = false
+			}
+		}
+		if complete {
 			return dir, nil
 		}
 	}
-	return "", fmt.Errorf("no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin")
+	return "", fmt.Errorf("no PostgreSQL installation with %s (looked at pg_ctl on PATH and /usr/lib/postgresql/*/bin)",
+		strings.Join(postgresTools, ", "))
 }
 
 func versionOf(path string) int {
@@ -62,7 +77,7 @@ func NewPostgres(t testing.TB) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg := &Postgres{bindir: bindir}
+	var runAs *user.User
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -71,41 +86,61 @@ func NewPostgres(t testing.TB) (*Postgres, error) {
 		if _, err := exec.LookPath("runuser"); err != nil {
 			return nil, fmt.Errorf("running as root and runuser is missing: %w", err)
 		}
-		pg.runAs = u
+		runAs = u
 	}
-	// Not t.TempDir(): its parents are private to root, and the server runs as postgres.
-	dir, err := os.MkdirTemp("", "idemgate-pg-*")
+	pg, err := newCluster(t, bindir, runAs)
 	if err != nil {
 		return nil, err
-	}
-	pg.dir, pg.data, pg.log = dir, filepath.Join(dir, "data"), filepath.Join(dir, "postgres.log")
-	t.Cleanup(func() {
-		_ = pg.ctl("stop", "-m", "immediate", "-w", "-t", "30")
-		os.RemoveAll(dir)
-	})
-	if pg.runAs != nil {
-		uid, _ := strconv.Atoi(pg.runAs.Uid)
-		gid, _ := strconv.Atoi(pg.runAs.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, fmt.Errorf("chown %s to postgres: %w", dir, err)
-		}
 	}
 	if out, err := pg.run(filepath.Join(bindir, "initdb"), "-D", pg.data, "-A", "trust", "-U", "postgres",
 		"-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	// A free port; if another process takes it before the server binds, try another.
-	var lastErr error
-	for range 3 {
-		if pg.Port, err = freePort(); err != nil {
-			return nil, err
-		}
-		if lastErr = pg.Start(); lastErr == nil {
-			pg.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.Port)
-			return pg, nil
+	if err := pg.startOnFreePort(); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// newCluster makes the directory of a cluster that is not initialised yet, owned by the user
+// the server runs as, and removes it (after an immediate stop) when the test ends.
+func newCluster(t testing.TB, bindir string, runAs *user.User) (*Postgres, error) {
+	// Not t.TempDir(): its parents are private to root, and the server runs as postgres.
+	dir, err := os.MkdirTemp("", "idemgate-pg-*")
+	if err != nil {
+		return nil, err
+	}
+	pg := &Postgres{bindir: bindir, runAs: runAs, dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log")}
+	t.Cleanup(func() {
+		_ = pg.ctl("stop", "-m", "immediate", "-w", "-t", "30")
+		os.RemoveAll(dir)
+	})
+	if runAs != nil {
+		uid, _ := strconv.Atoi(runAs.Uid)
+		gid, _ := strconv.Atoi(runAs.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("chown %s to postgres: %w", dir, err)
 		}
 	}
-	return nil, lastErr
+	return pg, nil
+}
+
+// startOnFreePort starts the cluster on a free port; if another process takes the port before
+// the server binds, it tries another.
+func (pg *Postgres) startOnFreePort() error {
+	var lastErr error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		pg.Port = port
+		if lastErr = pg.Start(); lastErr == nil {
+			pg.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.Port)
+			return nil
+		}
+	}
+	return lastErr
 }
 
 // Start starts the cluster (again) on its port and waits until it accepts connections.
