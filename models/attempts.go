@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -36,7 +37,7 @@ type AttemptOutcome struct {
 }
 
 // FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
-// claim's token. It updates c.Op in place. CodeStale means the lease was lost: recovery decided
+// claim's token and by the attempt's own row, which must still be open. It updates c.Op in place. CodeStale means the lease was lost: recovery decided
 // instead, and this worker's outcome is dropped whole (the attempt row keeps what recovery
 // wrote when it took the lease over).
 func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
@@ -53,8 +54,16 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		if out.TraceID != "" {
 			fields["trace_id"] = out.TraceID
 		}
-		if err := tx.Model(&Attempt{}).Where("id = ?", at.ID).Updates(fields).Error; err != nil {
-			return nil, err
+		// The attempt must still be open: the fencing token alone is not proof of the claim.
+		// A claim lost with the database (a restore, an asynchronous standby promoted) can
+		// be made again with the same token, by another attempt; this attempt's row is then
+		// missing, or already closed by the reaper.
+		res := tx.Model(&Attempt{}).Where("id = ? AND finished_at IS NULL", at.ID).Updates(fields)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return nil, &Error{Code: CodeStale, Op: op, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}
 		}
 		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {

@@ -24,6 +24,8 @@ func (l *Ledger) dueRows(tx *gorm.DB, order string, limit int, where string, arg
 func (l *Ledger) ExtendLease(ctx context.Context, c Claimed, until time.Time) error {
 	res := l.scope(ctx).Model(&Operation{}).
 		Where("id = ? AND state = ? AND fence = ?", c.Op.ID, StateRunning, c.Attempt.Fence).
+		// As in FinishAttempt: the token may have been issued again after a claim was lost.
+		Where("EXISTS (SELECT 1 FROM attempts a WHERE a.id = ? AND a.finished_at IS NULL)", c.Attempt.ID).
 		Update("lease_expires_at", until.UTC())
 	if res.Error != nil {
 		return unavailable("extend lease", res.Error)
