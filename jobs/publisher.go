@@ -134,7 +134,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 // deliver sends one claimed delivery and records what happened.
 func (p *Publisher) deliver(ctx context.Context, c models.ClaimedDelivery) {
 	status, latency, sendErr := p.send(ctx, c)
-	d := DecideDelivery(DeliveryInput{Delivered: sendErr == nil, Attempt: c.Delivery.Attempts,
+	d := DecideDelivery(DeliveryInput{Delivered: sendErr == nil, Attempt: c.Delivery.WindowAttempt(),
 		WindowStart: c.Delivery.WindowStart(), Window: p.cfg.Window,
 		Backoff: catalog.RetryPolicy{InitialBackoff: p.cfg.InitialBackoff, MaxBackoff: p.cfg.MaxBackoff},
 		Now:     p.cfg.Now(), Jitter: p.cfg.Jitter()})

@@ -19,13 +19,23 @@ type RecoveryConfig struct {
 	EscalateEvery  time.Duration // default 1s
 	RetainEvery    time.Duration // default 1m
 	Batch          int           // rows a sweep takes at once; default 100
+	// WebhookRetention is how long a webhook delivery is kept once it was delivered or went
+	// dead (DefaultWebhookRetention if zero; negative keeps them forever).
+	WebhookRetention time.Duration
 }
+
+// DefaultWebhookRetention keeps ended webhook deliveries a week: long enough to look into a
+// receiver's complaint, short enough that the outbox stays small.
+const DefaultWebhookRetention = 7 * 24 * time.Hour
 
 func (c *RecoveryConfig) defaults() {
 	c.ReapEvery = orDuration(c.ReapEvery, time.Second)
 	c.ReconcileEvery = orDuration(c.ReconcileEvery, 250*time.Millisecond)
 	c.EscalateEvery = orDuration(c.EscalateEvery, time.Second)
 	c.RetainEvery = orDuration(c.RetainEvery, time.Minute)
+	if c.WebhookRetention == 0 {
+		c.WebhookRetention = DefaultWebhookRetention
+	}
 	if c.Batch <= 0 {
 		c.Batch = 100
 	}
@@ -267,7 +277,10 @@ func (r *Recovery) escalate(ctx context.Context, before time.Time, tool string, 
 	return n, nil
 }
 
-// RetainOnce purges the params and results of operations past their tool's retention.
+// RetainOnce purges the params and results of operations past their tool's retention, and
+// deletes the webhook deliveries (and outbox messages) that ended longer ago than the webhook
+// retention. It returns the larger of the two counts, so that a full batch of either sweeps
+// again at once.
 func (r *Recovery) RetainOnce(ctx context.Context) (int, error) {
 	now := r.exec.now()
 	total := 0
@@ -281,5 +294,12 @@ func (r *Recovery) RetainOnce(ctx context.Context) (int, error) {
 	if total > 0 {
 		r.exec.log.Info("retention: records purged to tombstones", "count", total)
 	}
-	return total, nil
+	if r.cfg.WebhookRetention < 0 {
+		return total, nil
+	}
+	pruned, err := r.exec.ledger.PruneWebhooks(ctx, now.Add(-r.cfg.WebhookRetention), r.cfg.Batch)
+	if pruned > 0 {
+		r.exec.log.Info("retention: ended webhook deliveries deleted", "count", pruned)
+	}
+	return max(total, pruned), err
 }

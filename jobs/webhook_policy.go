@@ -11,7 +11,8 @@ import (
 type DeliveryInput struct {
 	// Delivered says the receiver answered 2xx.
 	Delivered bool
-	// Attempt is the number of the attempt that just ended (1 for the first).
+	// Attempt is the number of the attempt that just ended within the current window (1 for
+	// the first, and for the first after a redelivery).
 	Attempt int
 	// WindowStart and Window bound the retries: no attempt is scheduled after
 	// WindowStart+Window.

@@ -188,6 +188,7 @@ ALTER TABLE operations ADD COLUMN params_sealed TEXT;
 CREATE INDEX operations_sealed ON operations (id) WHERE params_sealed IS NOT NULL;
 INSERT INTO settings (name, value) VALUES ('` + ledgerKeySetting + `', '{{new_ledger_key}}') ON CONFLICT DO NOTHING;
 `},
+	{7, "webhook retention", webhookRetentionSchema},
 }
 
 // SchemaVersion is the version this build expects.

@@ -63,7 +63,7 @@ func (l *Ledger) ClaimDeliveries(ctx context.Context, worker string, limit int, 
 			d := r.WebhookDelivery
 			base := tx.Model(&WebhookDelivery{}).Where("id = ? AND status = ? AND attempts = ?", d.ID, DeliveryPending, d.Attempts)
 			if r.SubDeletedAt != nil {
-				if err := base.Updates(map[string]any{"status": DeliveryDead, "last_error": "the subscription was deleted"}).Error; err != nil {
+				if err := base.Updates(map[string]any{"status": DeliveryDead, "ended_at": now, "last_error": "the subscription was deleted"}).Error; err != nil {
 					return nil, err
 				}
 				continue
@@ -120,12 +120,12 @@ func (l *Ledger) RecordDelivery(ctx context.Context, worker string, c ClaimedDel
 		q := tx.Model(&WebhookDelivery{}).Where("id = ? AND status = ?", d.ID, DeliveryPending)
 		switch out.Status {
 		case DeliveryDelivered:
-			fields["delivered_at"], fields["last_error"] = now, nil
+			fields["delivered_at"], fields["ended_at"], fields["last_error"] = now, now, nil
 		case DeliveryPending:
 			fields["next_attempt_at"], fields["last_error"] = out.NextAttemptAt.UTC(), out.Error
 			q = q.Where("lease_owner = ? AND attempts = ?", worker, d.Attempts)
 		default:
-			fields["status"], fields["last_error"] = DeliveryDead, out.Error
+			fields["status"], fields["ended_at"], fields["last_error"] = DeliveryDead, now, out.Error
 			q = q.Where("lease_owner = ? AND attempts = ?", worker, d.Attempts)
 		}
 		res := q.Updates(fields)
@@ -141,7 +141,7 @@ func (l *Ledger) RecordDelivery(ctx context.Context, worker string, c ClaimedDel
 
 // Redeliver queues a delivery again (an admin's action, within scope s): a dead or delivered
 // one, or a pending one not being sent right now, goes out at once with the same webhook-id,
-// and gets a fresh retry window. A delivery of a deleted subscription cannot be redelivered.
+// and gets a fresh retry window, backing off afresh. A delivery of a deleted subscription cannot be redelivered.
 func (l *Ledger) Redeliver(ctx context.Context, s Scope, by Requester, id string) (*WebhookDelivery, error) {
 	now := l.clock()
 	var row claimRow
@@ -164,7 +164,7 @@ func (l *Ledger) Redeliver(ctx context.Context, s Scope, by Requester, id string
 		}
 		res := tx.Model(&WebhookDelivery{}).Where("id = ? AND status = ? AND attempts = ?", id, d.Status, d.Attempts).
 			Updates(map[string]any{"status": DeliveryPending, "next_attempt_at": now, "redelivered_at": now, "delivered_at": nil,
-				"lease_owner": nil, "lease_expires_at": nil})
+				"ended_at": nil, "prior_attempts": d.Attempts, "lease_owner": nil, "lease_expires_at": nil})
 		if res.Error != nil {
 			return nil, res.Error
 		}
@@ -181,5 +181,6 @@ func (l *Ledger) Redeliver(ctx context.Context, s Scope, by Requester, id string
 	}
 	d := row.WebhookDelivery
 	d.Status, d.NextAttemptAt, d.RedeliveredAt, d.DeliveredAt, d.LeaseOwner, d.LeaseExpiresAt = DeliveryPending, now, ptr(now), nil, nil, nil
+	d.EndedAt, d.PriorAttempts = nil, d.Attempts
 	return &d, nil
 }

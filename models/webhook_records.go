@@ -98,7 +98,16 @@ type WebhookDelivery struct {
 	// RedeliveredAt is when an admin last queued the delivery again; its retry window starts
 	// there instead of at CreatedAt.
 	RedeliveredAt *time.Time
+	// EndedAt is when the delivery was delivered or went dead (nil while pending): the
+	// retention job deletes it once that is older than the webhook retention.
+	EndedAt *time.Time
+	// PriorAttempts counts the claims before the current retry window (see WindowAttempt).
+	PriorAttempts int
 }
+
+// WindowAttempt is the number of the current claim within the current retry window: a
+// redelivery starts counting, and so backing off, afresh.
+func (d *WebhookDelivery) WindowAttempt() int { return d.Attempts - d.PriorAttempts }
 
 // WindowStart is when the delivery's current retry window began.
 func (d *WebhookDelivery) WindowStart() time.Time {

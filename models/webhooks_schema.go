@@ -63,3 +63,19 @@ CREATE TABLE webhook_attempts (
 );
 CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id);
 `
+
+// webhookRetentionSchema is migration step 6: what bounds the outbox by age (SPEC §6 retention
+// for notifications). ended_at is when a delivery was delivered or went dead (the retention
+// job deletes it, with its attempts, once that is older than the webhook retention, and the
+// outbox message once no delivery of it is left); a redelivery clears it. prior_attempts is
+// how many claims came before the current retry window, so that a redelivery's backoff starts
+// afresh while attempts, the fencing token, only grows. Deliveries that ended before this step
+// take their last attempt's time (or their creation) as ended_at.
+const webhookRetentionSchema = `
+ALTER TABLE webhook_deliveries ADD COLUMN ended_at {{ts}};
+ALTER TABLE webhook_deliveries ADD COLUMN prior_attempts INTEGER NOT NULL DEFAULT 0;
+UPDATE webhook_deliveries SET ended_at = COALESCE(delivered_at,
+	(SELECT MAX(a.at) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id), created_at)
+	WHERE status IN ('delivered', 'dead');
+CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (ended_at) WHERE ended_at IS NOT NULL;
+`

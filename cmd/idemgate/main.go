@@ -23,9 +23,9 @@ func main() {
 const usage = `idemgate — an execution gateway that makes agents' state-changing tool calls safe to retry.
 
 Usage:
-  idemgate serve [--demo] [--addr ADDR] [--tools FILE] [--trust-proxy]
+  idemgate serve [--demo] [--addr ADDR] [--tools FILE] [--trust-proxy] [--webhook-retention D]
                                                           run the API, console and recovery jobs
-  idemgate worker [--tools FILE]                          run the recovery jobs only
+  idemgate worker [--tools FILE] [--webhook-retention D]  run the recovery jobs only
   idemgate migrate                                        apply pending schema migrations
   idemgate tenant create NAME
   idemgate apikey create --tenant NAME --principal NAME [--tools a,b|*]
@@ -43,7 +43,9 @@ Usage:
                                                           IDEMGATE_DATA_KEY (old keys in IDEMGATE_DATA_KEYS_OLD)
 
 Environment:
-  IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db)
+  IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db); a PostgreSQL
+                         URL may name a primary and its standbys:
+                         postgres://h1:5432,h2:5432/idemgate?target_session_attrs=read-write
   IDEMGATE_ADDR          listen address (default 127.0.0.1:8080)
   IDEMGATE_TOOLS         tools file (default: the built-in demo catalogue)
   IDEMGATE_DEMO=1        same as --demo

@@ -32,6 +32,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	poll := fs.Duration("poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
 	leaseMargin := fs.Duration("lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
 	webhookWindow := fs.Duration("webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
+	webhookRetention := fs.Duration("webhook-retention", jobs.DefaultWebhookRetention, "how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
 	trustProxy := fs.Bool("trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY") == "1", "a reverse proxy terminates TLS: trust its X-Forwarded-Proto and X-Forwarded-For")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -76,7 +77,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	}()
 	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
 		Log: log, TracerProvider: tracing, LeaseMargin: *leaseMargin, DataKeys: dataKeys,
-		Jobs: app.Jobs{Dispatch: true, Poll: *poll, Recovery: &jobs.RecoveryConfig{}, Publish: true, WebhookWindow: *webhookWindow}}
+		Jobs: app.Jobs{Dispatch: true, Poll: *poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(*webhookRetention)},
+			Publish: true, WebhookWindow: *webhookWindow}}
 	if withHTTP {
 		cfg.HTTP = &web.Settings{RateLimit: *rateLimit, TrustProxy: *trustProxy}
 		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
@@ -110,6 +112,15 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	defer cancel()
 	gw.Shutdown(sctx)
 	return err
+}
+
+// keepFor turns a retention flag, where 0 means forever, into the jobs' setting, where
+// forever is negative (their zero is the default).
+func keepFor(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func loadCatalog(file, sandboxURL string) (*catalog.Catalog, error) {
