@@ -48,7 +48,7 @@ func exposed(t *testing.T) map[string]bool {
 
 var metricName = regexp.MustCompile(`\bidemgate_[a-z_]+`)
 
-func TestAlertsAndDashboardNameOnlyRealMetrics(t *testing.T) {
+func TestAlertsDashboardAndOperationsNameOnlyRealMetrics(t *testing.T) {
 	names := exposed(t)
 	alerts, err := os.ReadFile("../../docs/alerts.yml")
 	require.NoError(t, err)
@@ -86,6 +86,10 @@ func TestAlertsAndDashboardNameOnlyRealMetrics(t *testing.T) {
 			exprs = append(exprs, tg.Expr)
 		}
 	}
+	// docs/OPERATIONS.md tells operators what to watch: every metric it names must exist too.
+	ops, err := os.ReadFile("../../docs/OPERATIONS.md")
+	require.NoError(t, err)
+	exprs = append(exprs, string(ops))
 	for _, e := range exprs {
 		for _, n := range metricName.FindAllString(e, -1) {
 			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
