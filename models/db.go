@@ -29,8 +29,9 @@ const (
 const DefaultDSN = "idemgate.db"
 
 // Open connects to the database named by dsn: a postgres:// or postgresql:// URL selects
-// PostgreSQL (the URL may name a primary and its standbys: see pgconn.go), anything else is an SQLite file path (optionally prefixed with "sqlite:" or
-// "file:"). It does not migrate; see Migrate.
+// PostgreSQL (the URL may name a primary and its standbys: see pgconn.go), anything else is an
+// SQLite file path (optionally prefixed with "sqlite:" or "file:"). It does not migrate; see
+// Migrate.
 func Open(ctx context.Context, dsn string) (*gorm.DB, Dialect, error) {
 	return OpenWith(ctx, dsn, Options{})
 }

@@ -254,14 +254,19 @@ func listenersOn(t *testing.T, pg *proctest.Postgres) int {
 	return n
 }
 
-// errorLines counts the lines of a process's log at level ERROR, but for the one line each
-// failed request writes.
-func errorLines(out string) int {
-	n := 0
+// complaints counts, by message, the lines of a process's log at level WARN or ERROR, but for
+// the one line each failed request writes.
+func complaints(out string) map[string]int {
+	n := map[string]int{}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, `"level":"ERROR"`) && !strings.Contains(line, `"msg":"request failed"`) {
-			n++
+		var l struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
 		}
+		if json.Unmarshal([]byte(line), &l) != nil || (l.Level != "WARN" && l.Level != "ERROR") || l.Msg == "request failed" {
+			continue
+		}
+		n[l.Msg]++
 	}
 	return n
 }

@@ -50,11 +50,13 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 	// While no primary answers: the API fails closed and /readyz says so, for several rounds
 	// of every job.
 	key := name + "-during-gap"
+	var refusedAt time.Time // when the gateway was seen to refuse: from here, no server takes writes
 	eventually(t, 10*time.Second, "a 503 ledger-unavailable", func() (bool, string) {
 		r := s.mustPost(t, a.URL, key, "tickets.create", loadParams("tickets.create", key), nil)
 		if r.Status != http.StatusServiceUnavailable {
 			return false, string(r.Body)
 		}
+		refusedAt = r.At
 		assert.Equal(t, "/problems/ledger-unavailable", r.obj(t)["type"])
 		assert.NotEmpty(t, r.Header.Get("Retry-After"))
 		return true, ""
@@ -67,18 +69,21 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 	time.Sleep(time.Until(lostAt.Add(2 * time.Second))) // the gap itself: nothing to wait for
 	gapLog := a.Output()[logBefore:]
 
-	require.NoError(t, standby.Promote())
+	// From the promote command on: pg_ctl promote -w returns some time after the promoted
+	// server began to take writes.
 	promotedAt := time.Now()
-	took := eventually(t, 30*time.Second, "/readyz 200 on the promoted standby", func() (bool, string) {
+	require.NoError(t, standby.Promote())
+	eventually(t, 30*time.Second, "/readyz 200 on the promoted standby", func() (bool, string) {
 		r, err := s.do(http.MethodGet, a.URL+"/readyz", nil, "")
 		if err != nil {
 			return false, err.Error()
 		}
 		return r.Status == http.StatusOK, string(r.Body)
 	})
+	readyAfter := time.Since(promotedAt)
 	// Well within the wait of waitAcknowledged: a gateway stuck on the old primary never
 	// gets there.
-	eventually(t, 20*time.Second, "operations acknowledged after the promotion", func() (bool, string) {
+	eventually(t, 30*time.Second, "operations acknowledged after the promotion", func() (bool, string) {
 		return load.acknowledgedSince(promotedAt) >= 60, ""
 	})
 	load.stop()
@@ -90,8 +95,8 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 			firstAfter = ans.At
 		}
 	}
-	t.Logf("%d keys answered, %d answers 503 during the gap; promotion → /readyz 200 in %s, → first new operation acknowledged in %s",
-		len(answers), len(refused), took.Round(time.Millisecond), firstAfter.Sub(promotedAt).Round(time.Millisecond))
+	t.Logf("%d keys answered, %d answers 503 during the gap; pg_ctl promote → /readyz 200 in %s, → first new operation acknowledged in %s",
+		len(answers), len(refused), readyAfter.Round(time.Millisecond), firstAfter.Sub(promotedAt).Round(time.Millisecond))
 	assert.Less(t, firstAfter.Sub(promotedAt), 10*time.Second, "the gateway takes traffic again within seconds of the promotion")
 	eventually(t, 15*time.Second, "the LISTEN connection to move to the promoted standby", func() (bool, string) {
 		return listenersOn(t, standby) == 1, ""
@@ -137,7 +142,7 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 	t.Run("nothing was sent downstream that the ledger did not record first", func(t *testing.T) {
 		// Synchronous replication keeps every claim: each request the downstream received
 		// is an attempt on the new primary, claimed before the primary was lost or after the
-		// promotion, never in the gap, and after the promotion by the same process.
+		// promotion, never in the gap, and all by the one gateway process.
 		sent := 0
 		for _, req := range s.sb.Requests("") {
 			if req.Method != http.MethodPost {
@@ -149,16 +154,23 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 			if !assert.NoError(t, s.ledger.DB().Where("id = ?", id).Take(&at).Error, "request %s %s is no recorded attempt", req.Path, id) {
 				continue
 			}
-			assert.True(t, at.StartedAt.Before(lostAt) || at.StartedAt.After(promotedAt),
-				"attempt %s was claimed at %s, between the loss (%s) and the promotion (%s)", id, at.StartedAt, lostAt, promotedAt)
+			// (From the first 503, not from lose's return: a reload reaches the server's
+			// sessions a few milliseconds after pg_reload_conf() returns.)
+			assert.True(t, at.StartedAt.Before(refusedAt) || at.StartedAt.After(promotedAt),
+				"attempt %s was claimed at %s, between the first refusal (%s) and the promotion (%s)", id, at.StartedAt, refusedAt, promotedAt)
 			assert.Equal(t, a.Worker, at.Worker, "one gateway process throughout")
 		}
 		t.Logf("%d requests downstream, each a recorded attempt", sent)
 	})
 	t.Run("the jobs pause quietly while no primary answers", func(t *testing.T) {
-		n := errorLines(gapLog)
-		t.Logf("%d error lines besides failed requests in the 2s gap", n)
-		assert.LessOrEqual(t, n, 12, "no error storm in the logs:\n%s", tailLines(gapLog, 30))
+		// Each loop polls every 50 ms to 1 s: one that logged each failure would write a line
+		// per round. They log once per outage; what is logged per attempt in flight (its
+		// outcome could not be recorded) is bounded by the six agents' attempts.
+		got := complaints(gapLog)
+		t.Logf("warnings and errors besides failed requests in the 2 s gap, by message: %v", got)
+		for msg, n := range got {
+			assert.LessOrEqual(t, n, 6, "%q: an error storm in the logs:\n%s", msg, tailLines(gapLog, 30))
+		}
 	})
 	assert.False(t, a.Exited(), "the gateway process never restarted")
 }

@@ -90,7 +90,7 @@ func (pg *Postgres) Kill() error {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range procs {
-		for syscall.Kill(p, 0) == nil {
+		for alive(p) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("process %d of the cluster still alive after SIGKILL", p)
 			}
@@ -149,6 +149,18 @@ func (pg *Postgres) postmasterPID() (int, error) {
 	}
 	first, _, _ := strings.Cut(string(b), "\n")
 	return strconv.Atoi(strings.TrimSpace(first))
+}
+
+// alive reports whether process pid still runs: it exists and is not a zombie waiting for
+// its new parent to reap it (a killed postmaster's children are orphans).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: existence is all we can tell
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // childrenOf lists the processes whose parent is pid, read from /proc.
