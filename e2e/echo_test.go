@@ -262,7 +262,7 @@ var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 func consoleLogin(t *testing.T, g *gatewaytest.Gateway) *consoleBrowser {
 	t.Helper()
 	const email, password = "auditor@example.com", "correct horse battery staple"
-	_, err := g.Ledger.CreateUser(context.Background(), models.NewUser{Email: email, Password: password, Role: models.RoleAuditor})
+	_, err := g.Ledger.CreateUser(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: email, Password: password, Role: models.RoleAuditor})
 	require.NoError(t, err)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)

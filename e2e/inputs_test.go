@@ -221,7 +221,7 @@ func TestRevokedKeyIsUnauthenticated(t *testing.T) {
 		other := g.NewTenant(t, "acme", "new-bot", nil)
 		made := requireOp(t, submitAs(t, g, old, "before-revoke", "tickets.create", ticketParams, nil), http.StatusCreated)
 
-		revoked, err := g.Ledger.RevokeAPIKey(context.Background(), old[:models.APIKeyPrefixLen])
+		revoked, err := g.Ledger.RevokeAPIKey(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI}, old[:models.APIKeyPrefixLen])
 		require.NoError(t, err, "revoking by the stored prefix must work on every engine")
 		assert.True(t, strings.HasPrefix(old, revoked.Prefix))
 		ops, requests := g.Count(t), len(g.Sandbox.Requests(""))
@@ -261,9 +261,9 @@ func TestKeyRotation(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		g := gatewaytest.Start(t, d)
 		ctx := context.Background()
-		first, err := g.Ledger.CreateAPIKey(ctx, "acme", "rotating-bot", nil)
+		first, err := g.Ledger.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "rotating-bot", nil)
 		require.NoError(t, err)
-		second, err := g.Ledger.CreateAPIKey(ctx, "acme", "rotating-bot", nil)
+		second, err := g.Ledger.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "rotating-bot", nil)
 		require.NoError(t, err, "a second key for an existing principal must be created")
 		assert.Equal(t, first.Key.PrincipalID, second.Key.PrincipalID)
 
@@ -271,7 +271,7 @@ func TestKeyRotation(t *testing.T) {
 		requireOp(t, made, http.StatusCreated)
 		requireReplay(t, submitAs(t, g, second.Secret, "rotation", "tickets.create", ticketParams, nil), made)
 
-		_, err = g.Ledger.RevokeAPIKey(ctx, first.Secret[:models.APIKeyPrefixLen])
+		_, err = g.Ledger.RevokeAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, first.Secret[:models.APIKeyPrefixLen])
 		require.NoError(t, err)
 		requireProblem(t, g, submitAs(t, g, first.Secret, "rotation", "tickets.create", ticketParams, nil),
 			http.StatusUnauthorized, "unauthenticated")

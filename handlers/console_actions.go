@@ -126,12 +126,11 @@ func (h *Console) ProposeCompensation(c echo.Context) error {
 			return actionDone{}, &models.Error{Code: models.CodeStale, Op: op}
 		}
 		// Whether op can be compensated at all is jobs.Compensable's decision, made inside.
-		comp, err := h.Executor.ProposeCompensation(ctx, op, r.Actor)
+		comp, err := h.Executor.ProposeCompensation(ctx, op, models.Requester{Actor: r.Actor, RequestID: r.RequestID},
+			strings.TrimSpace(r.Reason))
 		if err != nil {
 			return actionDone{}, err
 		}
-		h.audit(c, models.AuditInput{Actor: r.Actor, Action: models.AuditProposeCompensation, Tenant: op.Tenant, OperationID: op.ID,
-			Detail: map[string]any{"reason": strings.TrimSpace(r.Reason), "compensation": comp.ID, "tool": comp.Tool}})
 		return actionDone{Redirect: OperationHref(comp.ID),
 			Message: "Compensation proposed. It waits for approval by a reviewer other than you before it runs."}, nil
 	})

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -29,7 +28,7 @@ func (h *Console) Admin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	users, err := h.Ledger.Users(ctx)
+	users, err := h.Ledger.Users(ctx, v.Scope)
 	if err != nil {
 		return err
 	}
@@ -51,9 +50,6 @@ func (h *Console) Admin(c echo.Context) error {
 			Tools: k.Tools, Created: views.NewTime(k.CreatedAt, now), Revoked: timePtr(k.RevokedAt, now)})
 	}
 	for _, u := range users {
-		if !v.Scope.Unlimited() && !withinScope(u.TenantList(), v.Scope) {
-			continue // a tenant admin manages only the people of their tenants
-		}
 		p.Users = append(p.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Tenants: tenantsText(u.TenantList()),
 			Created: views.NewTime(u.CreatedAt, now), Disabled: u.DisabledAt != nil})
 	}
@@ -70,10 +66,7 @@ func (h *Console) CreateTenant(c echo.Context) error {
 	if !v.Scope.Unlimited() {
 		return h.forbid(c, v, "Only an admin of every tenant can create tenants.")
 	}
-	t, err := h.Ledger.CreateTenant(c.Request().Context(), strings.TrimSpace(c.FormValue("name")))
-	if err == nil {
-		h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditTenantCreate, Tenant: t.Name})
-	}
+	t, err := h.Ledger.CreateTenant(c.Request().Context(), v.Scope, requester(c, v), strings.TrimSpace(c.FormValue("name")))
 	return h.adminDone(c, err, "Tenant "+tenantName(t)+" created.", "#tenants")
 }
 
@@ -93,12 +86,10 @@ func (h *Console) CreateAPIKey(c echo.Context) error {
 		tools = strings.Split(list, ",")
 	}
 	principal := strings.TrimSpace(c.FormValue("principal"))
-	k, err := h.Ledger.CreateAPIKey(c.Request().Context(), tenant, principal, tools)
+	k, err := h.Ledger.CreateAPIKey(c.Request().Context(), v.Scope, requester(c, v), tenant, principal, tools)
 	if err != nil {
 		return h.adminDone(c, err, "", "#keys")
 	}
-	h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditAPIKeyCreate, Tenant: k.Key.Tenant,
-		Detail: map[string]any{"key_id": k.Key.ID, "prefix": k.Key.Prefix, "principal": principal, "tools": k.Key.Tools}})
 	h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Message: "API key created.",
 		Tenant: k.Key.Tenant, Principal: principal, Tools: k.Key.Tools, Secret: k.Secret})
 	return c.Redirect(http.StatusSeeOther, "/admin#keys")
@@ -110,15 +101,11 @@ func (h *Console) RevokeAPIKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := h.Ledger.RevokeAPIKeyByID(c.Request().Context(), v.Scope, c.Param("id"))
+	k, err := h.Ledger.RevokeAPIKeyByID(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"))
 	if models.ErrorCode(err) == models.CodeNotFound {
 		return err
 	}
 	msg := ""
-	if err == nil {
-		h.audit(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditAPIKeyRevoke, Tenant: k.Tenant,
-			Detail: map[string]any{"key_id": k.ID, "prefix": k.Prefix}})
-	}
 	if k != nil {
 		msg = "API key " + k.Prefix + "… of " + k.Tenant + " revoked. Agents using it are refused from now on."
 	}
@@ -134,13 +121,10 @@ func (h *Console) CreateUser(c echo.Context) error {
 	}
 	in := models.NewUser{Email: c.FormValue("email"), Password: c.FormValue("password"),
 		Role: models.Role(c.FormValue("role")), Tenants: splitList(c.FormValue("tenants"))}
-	if !v.Scope.Unlimited() && (len(in.Tenants) == 0 || !withinScope(in.Tenants, v.Scope)) {
+	if !v.Scope.Unlimited() && !v.Scope.Covers(in.Tenants) {
 		return h.forbid(c, v, "You can only create users limited to your own tenants.")
 	}
-	u, err := h.Ledger.CreateUser(c.Request().Context(), in)
-	if err == nil {
-		h.audit(c, u.CreatedAudit(v.Actor()))
-	}
+	u, err := h.Ledger.CreateUser(c.Request().Context(), v.Scope, requester(c, v), in)
 	msg := ""
 	if u != nil {
 		msg = "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") created."
@@ -174,11 +158,6 @@ func roleOptions() []views.Option {
 		out[i] = views.Option{Value: string(r), Label: string(r), Selected: r == models.RoleReviewer}
 	}
 	return out
-}
-
-// withinScope reports whether every tenant of list is within s.
-func withinScope(list []string, s models.Scope) bool {
-	return len(list) > 0 && !slices.ContainsFunc(list, func(t string) bool { return !s.Allows(t) })
 }
 
 func tenantsText(list []string) string {

@@ -34,7 +34,7 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	if err != nil {
 		return h.exportsPage(c, v, http.StatusBadRequest, "Choose CSV or NDJSON.")
 	}
-	f := export.Filter{Tenants: v.Scope.Tenants, Tenant: q.Get("tenant"), State: models.State(q.Get("state")), Tool: q.Get("tool")}
+	f := export.Filter{Tenant: q.Get("tenant"), State: models.State(q.Get("state")), Tool: q.Get("tool")}
 	if f.Tenant != "" && !v.Scope.Allows(f.Tenant) {
 		return echo.ErrNotFound
 	}
@@ -56,7 +56,7 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	hdr.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	hdr.Set("Cache-Control", "no-store")
 	x := &export.Exporter{Ledger: h.Ledger, Catalog: h.Catalog}
-	_, err = x.Write(c.Request().Context(), c.Response(), export.Request{Format: format, Filter: f, Actor: v.Actor(), RequestID: RequestID(c)})
+	_, err = x.Write(c.Request().Context(), c.Response(), export.Request{Format: format, Filter: f, Scope: v.Scope, Actor: v.Actor(), RequestID: RequestID(c)})
 	if err != nil && !c.Response().Committed {
 		// Nothing was sent: the filter was refused before the first byte.
 		hdr.Del(echo.HeaderContentDisposition)

@@ -41,15 +41,6 @@ func (h *Console) forbid(c echo.Context, v *Viewer, message string) error {
 	return Forbid(c, h.Ledger, h.Log, v, message)
 }
 
-// audit records a change v made. The change has already been committed: when the entry cannot
-// be written the change stands, and the failure is logged for an operator to reconcile.
-func (h *Console) audit(c echo.Context, in models.AuditInput) {
-	in.Outcome, in.RequestID = models.OutcomeOK, RequestID(c)
-	if _, err := h.Ledger.Audit(context.WithoutCancel(c.Request().Context()), in); err != nil {
-		logger(h.Log).Error("recording a change in the audit log", "err", err, "action", in.Action, "request_id", in.RequestID)
-	}
-}
-
 func logger(l *slog.Logger) *slog.Logger {
 	if l == nil {
 		return slog.Default()

@@ -4,14 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/fingerprint"
 )
 
+// CompensationKeyPrefix starts the operation keys the gateway gives compensations. It is
+// reserved (SPEC §5): an agent may not choose such a key, or it could take the key of a
+// compensation a reviewer has yet to propose.
+const CompensationKeyPrefix = "compensate:"
+
 // CompensationKey is the default operation key of the compensation of operation id.
-func CompensationKey(id string) string { return "compensate:" + id }
+func CompensationKey(id string) string { return CompensationKeyPrefix + id }
+
+// ReservedKey reports whether key is one of the gateway's own, which agents may not use.
+func ReservedKey(key string) bool { return strings.HasPrefix(key, CompensationKeyPrefix) }
 
 // Compensable decides whether original can be compensated, and returns the tool that undoes
 // it. It is the one rule the API, the console's action and its action panel use: the ledger's
@@ -78,22 +87,37 @@ func notCompensable(op *models.Operation, format string, args ...any) error {
 	return &models.Error{Code: models.CodeNotCompensable, Op: op, Message: fmt.Sprintf(format, args...)}
 }
 
-// ProposeCompensation records, on a reviewer's request, the compensation of original in
-// AWAITING_APPROVAL: another reviewer must approve it (four eyes) before it runs through the
-// same pipeline as any operation. A second proposal returns the same operation.
-func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Operation, actor string) (*models.Operation, error) {
+// ProposeCompensation records, on a reviewer's request (by, with a reason), the compensation of
+// original in AWAITING_APPROVAL, with the proposal's audit entry in the same transaction:
+// another reviewer must approve it (four eyes) before it runs through the same pipeline as any
+// operation. A second proposal returns the same operation. When the compensation's key is
+// held by an operation that is not original's compensation (recorded before the prefix was
+// reserved), nothing is proposed: models.CodeNotCompensable.
+func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Operation, by models.Requester, reason string) (*models.Operation, error) {
 	tool, params, err := e.CompensationCall(original)
 	if err != nil {
 		return nil, err
 	}
-	in, err := e.newOperation(original.Tenant, CompensationKey(original.ID), tool, params)
+	key := CompensationKey(original.ID)
+	in, err := e.newOperation(original.Tenant, key, tool, params)
 	if err != nil {
 		return nil, err
 	}
-	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor = actor, deref(original.WorkflowRunID), original.ID, actor
+	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor = by.Actor, deref(original.WorkflowRunID), original.ID, by.Actor
 	in.NeedsApproval, in.ReviewReason = true, models.ReasonCompensationApproval
+	in.Audit = func(op *models.Operation) models.AuditInput {
+		return models.AuditInput{Actor: by.Actor, Action: models.AuditProposeCompensation, Tenant: op.Tenant,
+			OperationID: original.ID, Outcome: models.OutcomeOK, RequestID: by.RequestID,
+			Detail: map[string]any{"reason": reason, "compensation": op.ID, "tool": op.Tool}}
+	}
 	s, err := e.ledger.Submit(ctx, in)
-	if err != nil {
+	switch code := models.ErrorCode(err); {
+	case code == models.CodeKeyMismatch || code == models.CodeKeyExpired ||
+		(err == nil && (s.Op.Compensates == nil || *s.Op.Compensates != original.ID)):
+		return nil, &models.Error{Code: models.CodeNotCompensable, Op: original, Err: err,
+			Message: "the key " + key + " of this operation's compensation is already taken by another operation, " +
+				"so no compensation can be proposed here; compensate it by hand in the downstream"}
+	case err != nil:
 		return nil, err
 	}
 	return s.Op, nil

@@ -71,9 +71,9 @@ func newWorld(t *testing.T, d models.Dialect, db *gorm.DB, clock func() time.Tim
 	require.NoError(t, err)
 	l := models.New(models.Config{DB: db, Dialect: d, Now: clock, Payloads: opview.Payloads(cat)})
 	ctx := context.Background()
-	_, err = l.CreateTenant(ctx, "acme")
+	_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func newWorld(t *testing.T, d models.Dialect, db *gorm.DB, clock func() time.Tim
 // subscribe subscribes url to operation.succeeded and returns the subscription and its secret.
 func (w *world) subscribe(t *testing.T, url string) (models.WebhookSubscription, string) {
 	t.Helper()
-	s, err := w.ledger.CreateWebhook(context.Background(), models.Scope{}, models.Requester{Actor: "cli"},
+	s, err := w.ledger.CreateWebhook(context.Background(), models.AllTenants(), models.Requester{Actor: "cli"},
 		models.NewWebhook{Tenant: "acme", URL: url, Events: []string{models.WebhookOperationSucceeded}, AllowPrivate: true})
 	require.NoError(t, err)
 	return s.Subscription, s.Secret
@@ -108,7 +108,7 @@ func (w *world) succeed(t *testing.T, key string) *models.Operation {
 // deliveries lists every delivery, newest first.
 func (w *world) deliveries(t *testing.T) []models.DeliveryRow {
 	t.Helper()
-	rows, err := w.ledger.WebhookDeliveries(context.Background(), models.Scope{}, models.DeliveryFilter{Limit: 500})
+	rows, err := w.ledger.WebhookDeliveries(context.Background(), models.AllTenants(), models.DeliveryFilter{Limit: 500})
 	require.NoError(t, err)
 	return rows
 }

@@ -149,7 +149,7 @@ func TestReceiverDownForTheWindowEndsDeadThenRedelivers(t *testing.T) {
 		assert.Contains(t, *row.LastError, "refused")
 		assert.Len(t, w.attempts(t, row.ID), sends, "every attempt is recorded")
 
-		dead, err := w.ledger.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{Status: models.DeliveryDead})
+		dead, err := w.ledger.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{Status: models.DeliveryDead})
 		require.NoError(t, err)
 		require.Len(t, dead, 1, "the dead delivery is visible")
 		n, err := p.PublishOnce(ctx)
@@ -162,7 +162,7 @@ func TestReceiverDownForTheWindowEndsDeadThenRedelivers(t *testing.T) {
 		back.setSecret(secret)
 		require.NoError(t, w.ledger.DB().Model(&models.WebhookSubscription{}).Where("id = ?", row.SubscriptionID).
 			Update("url", back.srv.URL+"/hooks").Error)
-		_, err = w.ledger.Redeliver(ctx, models.Scope{}, models.Requester{Actor: "user:admin@x"}, row.ID)
+		_, err = w.ledger.Redeliver(ctx, models.AllTenants(), models.Requester{Actor: "user:admin@x"}, row.ID)
 		require.NoError(t, err)
 		n, err = p.PublishOnce(ctx)
 		require.NoError(t, err)
@@ -226,7 +226,7 @@ func TestNeverSendsToADeletedSubscription(t *testing.T) {
 
 		// Deleted before the publisher looked: nothing is sent.
 		w.succeed(t, "order-4")
-		_, err := w.ledger.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, sub.ID)
+		_, err := w.ledger.DeleteWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, sub.ID)
 		require.NoError(t, err)
 		n, err := p.PublishOnce(ctx)
 		require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestNeverSendsToADeletedSubscription(t *testing.T) {
 		assert.Empty(t, rcv.receipts())
 		row := w.deliveries(t)[0]
 		assert.Equal(t, models.DeliveryDead, row.Status)
-		_, err = w.ledger.Redeliver(ctx, models.Scope{}, models.Requester{Actor: "user:a@x"}, row.ID)
+		_, err = w.ledger.Redeliver(ctx, models.AllTenants(), models.Requester{Actor: "user:a@x"}, row.ID)
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err), "a deleted subscription's delivery cannot be redelivered")
 
 		// Deleted while a publisher held the claim: its outcome cannot revive the delivery.
@@ -243,12 +243,12 @@ func TestNeverSendsToADeletedSubscription(t *testing.T) {
 		claimed, err := w.ledger.ClaimDeliveries(ctx, "p9", 10, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		_, err = w.ledger.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, sub2.ID)
+		_, err = w.ledger.DeleteWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, sub2.ID)
 		require.NoError(t, err)
 		err = w.ledger.RecordDelivery(ctx, "p9", claimed[0], models.DeliveryOutcome{Status: models.DeliveryPending, Error: "x",
 			NextAttemptAt: clock.Now()})
 		assert.Equal(t, models.CodeStale, models.ErrorCode(err))
-		rows, err := w.ledger.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{SubscriptionID: sub2.ID})
+		rows, err := w.ledger.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{SubscriptionID: sub2.ID})
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		assert.Equal(t, models.DeliveryDead, rows[0].Status)
@@ -264,7 +264,7 @@ func TestPublisherRefusesAPrivateTargetAtSendTime(t *testing.T) {
 		rcv := newReceiver(t, http.StatusOK)
 		port := rcv.srv.URL[strings.LastIndex(rcv.srv.URL, ":"):]
 		ctx := context.Background()
-		_, err := w.ledger.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
+		_, err := w.ledger.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
 			URL: "http://hooks.example.test" + port + "/", Events: []string{models.WebhookOperationSucceeded},
 			Resolver: fakeDNS{"hooks.example.test": "93.184.216.34"}})
 		require.NoError(t, err, "public when created")

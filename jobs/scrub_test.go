@@ -25,7 +25,7 @@ func TestURLErrorScrubbed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
 		l := testdb.Ledger(t, d)
-		_, err := l.CreateTenant(ctx, "acme")
+		_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 		require.NoError(t, err)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)

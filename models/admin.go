@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -14,29 +13,40 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
-// CreateTenant records a new tenant. An existing name is CodeConflict.
-func (l *Ledger) CreateTenant(ctx context.Context, name string) (*Tenant, error) {
+// Admin changes (tenants, API keys, users) are made within the requester's scope and write
+// their audit entry in the same transaction as the change: no change commits without its
+// entry, and no entry records a change that did not commit.
+
+// entry is the audit entry of a change by r.
+func (r Requester) entry(action, tenant string, detail map[string]any) AuditInput {
+	return AuditInput{Actor: r.Actor, Action: action, Tenant: tenant, Outcome: OutcomeOK, RequestID: r.RequestID, Detail: detail}
+}
+
+// CreateTenant records a new tenant. Only the unlimited scope may: a tenant admin could not
+// see it. An existing name is CodeConflict.
+func (l *Ledger) CreateTenant(ctx context.Context, s Scope, by Requester, name string) (*Tenant, error) {
+	if !s.Unlimited() {
+		return nil, errorf(CodeInvalid, "only an admin of every tenant can create tenants")
+	}
 	if !nameRE.MatchString(name) {
 		return nil, errorf(CodeInvalid, "tenant name %q: use 1–63 lower-case letters, digits, '.', '_' or '-'", name)
 	}
-	t := &Tenant{Name: name, CreatedAt: l.clock()}
-	err := l.scope(ctx).Create(t).Error
+	now := l.clock()
+	t := &Tenant{Name: name, CreatedAt: now}
+	err := l.txn(ctx, "create tenant", func(tx *gorm.DB) ([]string, error) {
+		if err := tx.Create(t).Error; err != nil {
+			return nil, err
+		}
+		_, err := l.appendAudit(tx, now, by.entry(AuditTenantCreate, name, nil))
+		return nil, err
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil, errorf(CodeConflict, "tenant %q already exists", name)
 	}
 	if err != nil {
-		return nil, unavailable("create tenant", err)
+		return nil, err
 	}
 	return t, nil
-}
-
-// Tenants lists every tenant by name.
-func (l *Ledger) Tenants(ctx context.Context) ([]Tenant, error) {
-	var out []Tenant
-	if err := l.scope(ctx).Order("name").Find(&out).Error; err != nil {
-		return nil, unavailable("list tenants", err)
-	}
-	return out, nil
 }
 
 // NewKey is a freshly created API key: Secret is shown once and never stored.
@@ -45,9 +55,12 @@ type NewKey struct {
 	Key    APIKey
 }
 
-// CreateAPIKey creates a key for principal (created on first use) of tenant, allowed tools
-// (nil or ["*"] for all).
-func (l *Ledger) CreateAPIKey(ctx context.Context, tenant, principal string, tools []string) (*NewKey, error) {
+// CreateAPIKey creates a key for principal (created on first use) of tenant within scope s,
+// allowed tools (nil or ["*"] for all). A tenant outside s is CodeNotFound, as a missing one.
+func (l *Ledger) CreateAPIKey(ctx context.Context, s Scope, by Requester, tenant, principal string, tools []string) (*NewKey, error) {
+	if !s.Allows(tenant) {
+		return nil, errorf(CodeNotFound, "tenant %q does not exist", tenant)
+	}
 	if !nameRE.MatchString(principal) {
 		return nil, errorf(CodeInvalid, "principal name %q: use 1–63 lower-case letters, digits, '.', '_' or '-'", principal)
 	}
@@ -64,36 +77,40 @@ func (l *Ledger) CreateAPIKey(ctx context.Context, tenant, principal string, too
 	}
 	now := l.clock()
 	key := APIKey{ID: newID("key"), Tenant: tenant, Prefix: secret[:APIKeyPrefixLen], Hash: HashAPIKey(secret), Tools: list, CreatedAt: now}
-	err = l.scope(ctx).Transaction(func(tx *gorm.DB) error {
-		var t Tenant
-		if err := tx.Where("name = ?", tenant).Take(&t).Error; err != nil {
+	err = l.txn(ctx, "create api key", func(tx *gorm.DB) ([]string, error) {
+		if err := tx.Where("name = ?", tenant).Take(&Tenant{}).Error; err != nil {
 			if notFound(err) {
-				return errorf(CodeNotFound, "tenant %q does not exist", tenant)
+				return nil, errorf(CodeNotFound, "tenant %q does not exist", tenant)
 			}
-			return err
+			return nil, err
 		}
 		p := Principal{ID: newID("prn"), Tenant: tenant, Name: principal, CreatedAt: now}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&p).Error; err != nil {
-			return err
+			return nil, err
 		}
 		// Read back whichever principal holds the name (ours, or one created before); a
 		// fresh struct, or GORM would add our unused id to the conditions.
 		p = Principal{}
 		if err := tx.Where("tenant = ? AND name = ?", tenant, principal).Take(&p).Error; err != nil {
-			return err
+			return nil, err
 		}
 		key.PrincipalID = p.ID
-		return tx.Create(&key).Error
+		if err := tx.Create(&key).Error; err != nil {
+			return nil, err
+		}
+		_, err := l.appendAudit(tx, now, by.entry(AuditAPIKeyCreate, tenant,
+			map[string]any{"key_id": key.ID, "prefix": key.Prefix, "principal": principal, "tools": key.Tools}))
+		return nil, err
 	})
 	if err != nil {
-		return nil, unavailable("create api key", err)
+		return nil, err
 	}
 	return &NewKey{Secret: secret, Key: key}, nil
 }
 
-// RevokeAPIKey revokes the one key whose stored prefix starts with prefix. No match is
-// CodeNotFound; several are CodeInvalid (give more characters).
-func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, error) {
+// RevokeAPIKey revokes the one key within scope s whose stored prefix starts with prefix. No
+// match is CodeNotFound; several are CodeInvalid (give more characters).
+func (l *Ledger) RevokeAPIKey(ctx context.Context, s Scope, by Requester, prefix string) (*APIKey, error) {
 	if len(prefix) < 8 {
 		return nil, errorf(CodeInvalid, "give at least 8 characters of the key")
 	}
@@ -103,7 +120,8 @@ func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, erro
 	var keys []APIKey
 	// An exact, case-sensitive comparison: LIKE differs between engines ('_' wildcards,
 	// SQLite's case folding) and could match the wrong key.
-	if err := l.scope(ctx).Where("substr(prefix, 1, ?) = ? AND revoked_at IS NULL", len(prefix), prefix).Find(&keys).Error; err != nil {
+	q := s.apply(l.scope(ctx), "tenant").Where("substr(prefix, 1, ?) = ? AND revoked_at IS NULL", len(prefix), prefix)
+	if err := q.Find(&keys).Error; err != nil {
 		return nil, unavailable("find api key", err)
 	}
 	switch {
@@ -112,16 +130,14 @@ func (l *Ledger) RevokeAPIKey(ctx context.Context, prefix string) (*APIKey, erro
 	case len(keys) > 1:
 		return nil, errorf(CodeInvalid, "%d keys start with %q; give more characters", len(keys), prefix)
 	}
-	now := l.clock()
 	k := keys[0]
-	revoked, err := l.revokeKey(ctx, k.ID, now)
+	revoked, err := l.revokeKey(ctx, by, &k)
 	if err != nil {
 		return nil, err
 	}
 	if !revoked {
 		return nil, errorf(CodeNotFound, "no active API key starts with %q", prefix)
 	}
-	k.RevokedAt = &now
 	return &k, nil
 }
 
@@ -170,26 +186,36 @@ func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, erro
 	return caller, nil
 }
 
-// revokeKey marks key id revoked (when still active) and makes every replica forget it:
-// this one at once, the others through a notification sent when the revocation commits.
-// It reports whether this call revoked it.
-func (l *Ledger) revokeKey(ctx context.Context, id string, at time.Time) (bool, error) {
+// revokeKey marks k revoked (when still active), with its audit entry, and makes every replica
+// forget it: this one at once, the others through a notification sent when the revocation
+// commits. It reports whether this call revoked it, and then sets k.RevokedAt.
+func (l *Ledger) revokeKey(ctx context.Context, by Requester, k *APIKey) (bool, error) {
 	var revoked bool
-	err := l.scope(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", at)
+	now := l.clock()
+	err := l.txn(ctx, "revoke api key", func(tx *gorm.DB) ([]string, error) {
+		res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", k.ID).Update("revoked_at", now)
 		if res.Error != nil {
-			return res.Error
+			return nil, res.Error
 		}
-		revoked = res.RowsAffected == 1
-		if revoked && l.dialect == Postgres {
-			return tx.Exec("SELECT pg_notify(?, ?)", keysChannel, id).Error
+		if revoked = res.RowsAffected == 1; !revoked {
+			return nil, nil
 		}
-		return nil
+		if _, err := l.appendAudit(tx, now, by.entry(AuditAPIKeyRevoke, k.Tenant,
+			map[string]any{"key_id": k.ID, "prefix": k.Prefix})); err != nil {
+			return nil, err
+		}
+		if l.dialect == Postgres {
+			return nil, tx.Exec("SELECT pg_notify(?, ?)", keysChannel, k.ID).Error
+		}
+		return nil, nil
 	})
 	if err != nil {
-		return false, unavailable("revoke api key", err)
+		return false, err
 	}
-	l.keys.forget(id)
+	l.keys.forget(k.ID)
+	if revoked {
+		k.RevokedAt = &now
+	}
 	return revoked, nil
 }
 

@@ -35,7 +35,7 @@ func (l *Ledger) APIKeys(ctx context.Context, s Scope, tenant string) ([]APIKeyR
 
 // RevokeAPIKeyByID revokes the key id within scope. A key outside scope is CodeNotFound; one
 // already revoked is CodeConflict.
-func (l *Ledger) RevokeAPIKeyByID(ctx context.Context, s Scope, id string) (*APIKey, error) {
+func (l *Ledger) RevokeAPIKeyByID(ctx context.Context, s Scope, by Requester, id string) (*APIKey, error) {
 	var k APIKey
 	err := s.apply(l.scope(ctx), "tenant").Where("id = ?", id).Take(&k).Error
 	if notFound(err) {
@@ -44,14 +44,12 @@ func (l *Ledger) RevokeAPIKeyByID(ctx context.Context, s Scope, id string) (*API
 	if err != nil {
 		return nil, unavailable("get api key", err)
 	}
-	now := l.clock()
-	revoked, err := l.revokeKey(ctx, id, now)
+	revoked, err := l.revokeKey(ctx, by, &k)
 	if err != nil {
 		return nil, err
 	}
 	if !revoked {
 		return nil, errorf(CodeConflict, "API key %s… is already revoked", k.Prefix)
 	}
-	k.RevokedAt = &now
 	return &k, nil
 }

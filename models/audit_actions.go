@@ -39,17 +39,17 @@ const ActorCLI = "cli"
 // AnonymousActor is the actor of a request nobody is signed in for, named by its address.
 func AnonymousActor(ip string) string { return "anonymous:" + ip }
 
-// CreatedAudit is the audit entry of u's creation by actor: email, role and tenants, never the
+// createdAudit is the audit entry of u's creation by by: email, role and tenants, never the
 // password. A user limited to exactly one tenant is that tenant's entry, so its auditors see it;
 // any other is visible to auditors of every tenant only.
-func (u *User) CreatedAudit(actor string) AuditInput {
+func (u *User) createdAudit(by Requester) AuditInput {
 	tenants := "every tenant"
 	if list := u.TenantList(); list != nil {
 		tenants = strings.Join(list, ",")
 	}
-	in := AuditInput{Actor: actor, Action: AuditUserCreate, Detail: map[string]any{"email": u.Email, "role": string(u.Role), "tenants": tenants}}
+	tenant := ""
 	if list := u.TenantList(); len(list) == 1 {
-		in.Tenant = list[0]
+		tenant = list[0]
 	}
-	return in
+	return by.entry(AuditUserCreate, tenant, map[string]any{"email": u.Email, "role": string(u.Role), "tenants": tenants})
 }

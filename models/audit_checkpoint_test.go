@@ -72,7 +72,7 @@ func TestVerifyAuditChainKeepsACheckpoint(t *testing.T) {
 func TestExportBatchRefusesUnboundedBatches(t *testing.T) {
 	l := testdb.Ledger(t, models.SQLite)
 	for _, n := range []int{0, -1, models.MaxExportBatch + 1} {
-		_, err := l.ExportBatch(context.Background(), models.ExportFilter{}, "", n)
+		_, err := l.ExportBatch(context.Background(), models.AllTenants(), models.ExportFilter{}, "", n)
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err), "limit %d", n)
 	}
 }

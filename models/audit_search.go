@@ -26,13 +26,8 @@ func (l *Ledger) AuditEntries(ctx context.Context, s Scope, f AuditSearch) ([]Au
 	if f.Limit <= 0 || f.Limit > 500 {
 		return nil, false, errorf(CodeInvalid, "limit must be between 1 and 500")
 	}
-	q := l.scope(ctx)
-	if !s.Unlimited() {
-		if len(s.Tenants) == 0 {
-			return nil, false, nil
-		}
-		q = q.Where("tenant IN ?", s.Tenants)
-	}
+	// Entries without a tenant are kept out of a limited scope by the same IN as any other.
+	q := s.apply(l.scope(ctx), "tenant")
 	if f.Tenant != "" {
 		q = q.Where("tenant = ?", f.Tenant)
 	}

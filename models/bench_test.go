@@ -67,10 +67,10 @@ func BenchmarkReplayLookup(b *testing.B) {
 func BenchmarkAuthenticate(b *testing.B) {
 	l := testdb.Ledger(b, models.SQLite)
 	ctx := context.Background()
-	if _, err := l.CreateTenant(ctx, "acme"); err != nil {
+	if _, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme"); err != nil {
 		b.Fatal(err)
 	}
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

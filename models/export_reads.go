@@ -8,11 +8,9 @@ import (
 	"gorm.io/gorm"
 )
 
-// ExportFilter selects the operations an export reads. Zero fields do not filter.
+// ExportFilter selects the operations an export reads, within the caller's scope. Zero fields
+// do not filter.
 type ExportFilter struct {
-	// Tenants is the caller's scope: nil means every tenant, a non-nil empty list sees nothing.
-	// A console user limited to tenants passes theirs.
-	Tenants []string
 	// Tenant narrows the export to one tenant (within the scope).
 	Tenant string
 	// From and To bound created_at: From inclusive, To exclusive.
@@ -31,22 +29,19 @@ type ExportedOperation struct {
 // MaxExportBatch bounds one batch, so that an export's memory stays constant.
 const MaxExportBatch = 5000
 
-// ExportBatch returns up to limit operations matching f whose id is greater than afterID, in
+// ExportBatch returns up to limit operations within scope s matching f whose id is greater than afterID, in
 // id order, each with its events and attempts. Callers page by passing the last id they got
 // ("" to start) until a batch comes back shorter than limit. Each batch is read in one short
 // read-only transaction, so an operation and its timeline are consistent with each other; the
 // connection is released between batches, so a long export never holds the database.
-func (l *Ledger) ExportBatch(ctx context.Context, f ExportFilter, afterID string, limit int) ([]ExportedOperation, error) {
+func (l *Ledger) ExportBatch(ctx context.Context, s Scope, f ExportFilter, afterID string, limit int) ([]ExportedOperation, error) {
 	if limit <= 0 || limit > MaxExportBatch {
 		return nil, errorf(CodeInvalid, "export batch size must be between 1 and %d", MaxExportBatch)
-	}
-	if f.Tenants != nil && len(f.Tenants) == 0 {
-		return []ExportedOperation{}, nil
 	}
 	var out []ExportedOperation
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ops []*Operation
-		if err := exportQuery(tx, f, afterID).Order("id").Limit(limit).Find(&ops).Error; err != nil {
+		if err := exportQuery(tx, s, f, afterID).Order("id").Limit(limit).Find(&ops).Error; err != nil {
 			return err
 		}
 		if len(ops) == 0 {
@@ -68,12 +63,9 @@ func (l *Ledger) ExportBatch(ctx context.Context, f ExportFilter, afterID string
 	return out, nil
 }
 
-// exportQuery applies the filter and the keyset position.
-func exportQuery(tx *gorm.DB, f ExportFilter, afterID string) *gorm.DB {
-	q := tx.Where("id > ?", afterID)
-	if f.Tenants != nil {
-		q = q.Where("tenant IN ?", f.Tenants)
-	}
+// exportQuery applies the scope, the filter and the keyset position.
+func exportQuery(tx *gorm.DB, s Scope, f ExportFilter, afterID string) *gorm.DB {
+	q := s.apply(tx, "tenant").Where("id > ?", afterID)
 	return whereOperations(q, f.Tenant, f.Tool, f.State, f.From, f.To)
 }
 

@@ -19,7 +19,7 @@ func TestAuthenticationIsRememberedBriefly(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		l, _, rec := countedLedger(t, d)
 		ctx := context.Background()
-		k, err := l.CreateAPIKey(ctx, "acme", "agent-2", nil)
+		k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-2", nil)
 		require.NoError(t, err)
 		rec.take()
 
@@ -52,9 +52,9 @@ func rememberedKey(t *testing.T, d models.Dialect, ttl time.Duration) (*models.L
 	t.Helper()
 	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, KeyCacheTTL: ttl})
 	ctx := context.Background()
-	_, err := l.CreateTenant(ctx, "acme")
+	_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 	_, err = l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
@@ -67,16 +67,16 @@ func TestRevokedKeyIsRefusedAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		l, byPrefix := rememberedKey(t, d, time.Hour) // only the revocation can make it forget
 		ctx := context.Background()
-		_, err := l.RevokeAPIKey(ctx, byPrefix.Key.Prefix)
+		_, err := l.RevokeAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, byPrefix.Key.Prefix)
 		require.NoError(t, err)
 		_, err = l.Authenticate(ctx, byPrefix.Secret)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "revoked with the CLI's call")
 
-		byID, err := l.CreateAPIKey(ctx, "acme", "agent-2", nil)
+		byID, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-2", nil)
 		require.NoError(t, err)
 		caller, err := l.Authenticate(ctx, byID.Secret)
 		require.NoError(t, err)
-		_, err = l.RevokeAPIKeyByID(ctx, models.Scope{}, caller.Key.ID)
+		_, err = l.RevokeAPIKeyByID(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, caller.Key.ID)
 		require.NoError(t, err)
 		_, err = l.Authenticate(ctx, byID.Secret)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "revoked from the console")
@@ -93,7 +93,7 @@ func TestKeyRevokedElsewhereExpires(t *testing.T) {
 		// Another process's revocation: another ledger, whose notification l does not hear
 		// (l runs no listener, as none runs on SQLite).
 		other := models.New(models.Config{DB: l.DB(), Dialect: d})
-		_, err := other.RevokeAPIKey(ctx, k.Key.Prefix)
+		_, err := other.RevokeAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, k.Key.Prefix)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			_, err := l.Authenticate(ctx, k.Secret)
@@ -124,9 +124,9 @@ func TestKeyRevokedOnAnotherReplica(t *testing.T) {
 	}()
 	defer func() { cancel(); <-listening }()
 
-	_, err := a.CreateTenant(ctx, "acme")
+	_, err := a.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := a.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := a.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 
 	// The listener forgets every key when it connects; b must learn the key after that, or
@@ -146,7 +146,7 @@ func TestKeyRevokedOnAnotherReplica(t *testing.T) {
 	_, err = b.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
 
-	_, err = a.RevokeAPIKey(ctx, k.Key.Prefix)
+	_, err = a.RevokeAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, k.Key.Prefix)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := b.Authenticate(ctx, k.Secret)

@@ -40,6 +40,10 @@ type NewOperation struct {
 	// process, so the first attempt needs no second claim round trip.
 	Claim *ClaimSpec
 	Actor string
+	// Audit, when set, gives the audit entry of a person's request that this operation records
+	// (a reviewer's proposal of a compensation): appended in the transaction that creates the
+	// operation, and only then, so the request and its entry commit together.
+	Audit func(op *Operation) AuditInput
 }
 
 // ClaimSpec says who claims an operation and for how long.
@@ -139,6 +143,11 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			}
 			if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptStarted, attempt: 1, actor: "worker:" + in.Claim.Worker,
 				detail: map[string]any{"attempt_id": attempt.ID, "fence": attempt.Fence}}); err != nil {
+				return nil, err
+			}
+		}
+		if in.Audit != nil {
+			if _, err := l.appendAudit(tx, now, in.Audit(op)); err != nil {
 				return nil, err
 			}
 		}

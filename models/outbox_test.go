@@ -40,10 +40,10 @@ func webhookSetup(t *testing.T, d models.Dialect, db *gorm.DB) (*models.Ledger, 
 	l := models.New(models.Config{DB: db, Dialect: d, Payloads: opview.Payloads(cat)})
 	ctx := context.Background()
 	for _, name := range []string{"acme", "other"} {
-		_, err := l.CreateTenant(ctx, name)
+		_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, name)
 		require.NoError(t, err)
 	}
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func webhookSetup(t *testing.T, d models.Dialect, db *gorm.DB) (*models.Ledger, 
 // subscribe creates a subscription of tenant to events, on a loopback URL nobody listens to.
 func subscribe(t *testing.T, l *models.Ledger, tenant string, events ...string) models.WebhookSubscription {
 	t.Helper()
-	w, err := l.CreateWebhook(context.Background(), models.Scope{}, models.Requester{Actor: "cli"},
+	w, err := l.CreateWebhook(context.Background(), models.AllTenants(), models.Requester{Actor: "cli"},
 		models.NewWebhook{Tenant: tenant, URL: "http://127.0.0.1:9/hook", Events: events, AllowPrivate: true})
 	require.NoError(t, err)
 	return w.Subscription
@@ -92,7 +92,7 @@ func TestEveryEventFiresOncePerCause(t *testing.T) {
 		onlySuccess := subscribe(t, l, "acme", models.WebhookOperationSucceeded)
 		subscribe(t, l, "other", models.WebhookEventTypes...)
 		gone := subscribe(t, l, "acme", models.WebhookEventTypes...)
-		_, err := l.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, gone.ID)
+		_, err := l.DeleteWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, gone.ID)
 		require.NoError(t, err)
 
 		ok := running(t, l, c, "succeeds")
@@ -146,19 +146,19 @@ func TestEveryEventFiresOncePerCause(t *testing.T) {
 
 		// Deliveries: one per message for the catch-all subscription, one per success for the
 		// narrow one; none for the other tenant's or the deleted subscription.
-		byAll, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{SubscriptionID: all.ID, Limit: 500})
+		byAll, err := l.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{SubscriptionID: all.ID, Limit: 500})
 		require.NoError(t, err)
 		assert.Len(t, byAll, 14)
-		bySuccess, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{SubscriptionID: onlySuccess.ID})
+		bySuccess, err := l.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{SubscriptionID: onlySuccess.ID})
 		require.NoError(t, err)
 		assert.Len(t, bySuccess, 2)
 		for _, r := range bySuccess {
 			assert.Equal(t, models.WebhookOperationSucceeded, r.EventType)
 		}
-		everything, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{Limit: 500})
+		everything, err := l.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{Limit: 500})
 		require.NoError(t, err)
 		assert.Len(t, everything, 16)
-		outsider, err := l.WebhookDeliveries(ctx, models.Scope{Tenants: []string{"other"}}, models.DeliveryFilter{})
+		outsider, err := l.WebhookDeliveries(ctx, models.OnlyTenants("other"), models.DeliveryFilter{})
 		require.NoError(t, err)
 		assert.Empty(t, outsider, "another tenant's changes are not sent to it, and its scope sees none of acme's")
 	})
@@ -179,7 +179,7 @@ func TestPayloadIsTheMaskedOperationObject(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		l, cat, c := webhookSetup(t, d, testdb.Open(t, d))
 		ctx := context.Background()
-		sub, err := l.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
+		sub, err := l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
 			URL: "http://127.0.0.1:9/hook", Events: models.WebhookEventTypes, AllowPrivate: true})
 		require.NoError(t, err)
 
@@ -279,7 +279,7 @@ func TestOutboxCommitsWithTheChange(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, models.StateRunning, op.State, "no state change without its notification")
 				assert.Empty(t, announced(t, l, op), "no notification without its state change")
-				rows, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{})
+				rows, err := l.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{})
 				require.NoError(t, err)
 				assert.Empty(t, rows)
 
@@ -323,7 +323,7 @@ func TestSubscriptionsRefuseBadTargetsAndKeepTheirSecret(t *testing.T) {
 		dns := fakeDNS{"public.example.test": {"93.184.216.34"}, "mixed.example.test": {"93.184.216.34", "10.0.0.7"},
 			"localhost.example.test": {"127.0.0.1"}}
 		create := func(url string, events []string, allowPrivate bool) (*models.CreatedWebhook, error) {
-			return l.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"},
+			return l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"},
 				models.NewWebhook{Tenant: "acme", URL: url, Events: events, AllowPrivate: allowPrivate, Resolver: dns})
 		}
 		ev := []string{models.WebhookOperationSucceeded}
@@ -341,7 +341,7 @@ func TestSubscriptionsRefuseBadTargetsAndKeepTheirSecret(t *testing.T) {
 		}
 		_, err := create("https://public.example.test/hook", []string{"operation.exploded"}, false)
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err), "unknown event types are refused")
-		_, err = l.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"},
+		_, err = l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"},
 			models.NewWebhook{Tenant: "nope", URL: "https://public.example.test/", Events: ev, Resolver: dns})
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
 
@@ -358,22 +358,24 @@ func TestSubscriptionsRefuseBadTargetsAndKeepTheirSecret(t *testing.T) {
 		require.NoError(t, err, "loopback is allowed with allow-private")
 		assert.True(t, loop.Subscription.AllowPrivate)
 
-		list, err := l.Webhooks(ctx, models.Scope{}, "acme")
+		list, err := l.Webhooks(ctx, models.AllTenants(), "acme")
 		require.NoError(t, err)
 		require.Len(t, list, 2)
 		for _, s := range list {
 			assert.Empty(t, s.Secret, "lists never carry the secret")
 		}
-		_, err = l.DeleteWebhook(ctx, models.Scope{Tenants: []string{"other"}}, models.Requester{Actor: "user:x"}, loop.Subscription.ID)
+		_, err = l.DeleteWebhook(ctx, models.OnlyTenants("other"), models.Requester{Actor: "user:x"}, loop.Subscription.ID)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "outside the scope it does not exist")
-		_, err = l.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, loop.Subscription.ID)
+		_, err = l.DeleteWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, loop.Subscription.ID)
 		require.NoError(t, err)
-		list, err = l.Webhooks(ctx, models.Scope{}, "")
+		list, err = l.Webhooks(ctx, models.AllTenants(), "")
 		require.NoError(t, err)
 		assert.Len(t, list, 1)
-		n, _, err := l.VerifyAudit(ctx)
+		_, _, err = l.VerifyAudit(ctx)
 		require.NoError(t, err)
-		assert.EqualValues(t, 3, n, "creations and the deletion are audited")
+		entries, _, err := l.AuditEntries(ctx, models.AllTenants(), models.AuditSearch{Action: "webhook", Limit: 100})
+		require.NoError(t, err)
+		assert.Len(t, entries, 3, "creations and the deletion are audited")
 	})
 }
 

@@ -166,9 +166,9 @@ func TestRotateDataKeys(t *testing.T) {
 func callerOf(t *testing.T, l *models.Ledger) *models.Caller {
 	t.Helper()
 	ctx := context.Background()
-	_, err := l.CreateTenant(ctx, "acme")
+	_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)

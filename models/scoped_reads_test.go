@@ -17,7 +17,7 @@ func consoleLedger(t *testing.T, d models.Dialect) (*models.Ledger, *time.Time) 
 	now := time.Date(2026, 11, 29, 10, 20, 0, 0, time.UTC)
 	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: func() time.Time { return now }})
 	for _, name := range []string{"acme", "globex"} {
-		_, err := l.CreateTenant(context.Background(), name)
+		_, err := l.CreateTenant(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI}, name)
 		require.NoError(t, err)
 	}
 	return l, &now
@@ -40,7 +40,7 @@ func TestDashboardReads(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		l, now := consoleLedger(t, d)
-		acme := models.Scope{Tenants: []string{"acme"}}
+		acme := models.OnlyTenants("acme")
 
 		pending := submit(t, l, "acme", "a-pending", "tickets.create", false)
 		unknown := submit(t, l, "acme", "a-unknown", "refunds.issue", true)
@@ -74,7 +74,7 @@ func TestDashboardReads(t *testing.T) {
 		ids := []string{db.Overdue[0].ID, db.Overdue[1].ID}
 		assert.ElementsMatch(t, []string{pending.Op.ID, unknown.Op.ID}, ids)
 
-		everyone, err := l.Dashboard(ctx, models.Scope{}, w)
+		everyone, err := l.Dashboard(ctx, models.AllTenants(), w)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), everyone.OverdueCount, "RUNNING past its lease counts too")
 		assert.Equal(t, int64(1), everyone.ByState[models.StateRunning])
@@ -100,7 +100,7 @@ func TestSearchAndQueueReads(t *testing.T) {
 		*now = now.Add(time.Hour)
 		second := submit(t, l, "acme", "order-2:ticket", "tickets.create", false)
 		theirs := submit(t, l, "globex", "order-1:refund", "refunds.issue", false)
-		acme := models.Scope{Tenants: []string{"acme"}}
+		acme := models.OnlyTenants("acme")
 
 		search := func(s models.Scope, f models.Search) []string {
 			t.Helper()
@@ -124,8 +124,8 @@ func TestSearchAndQueueReads(t *testing.T) {
 		assert.Equal(t, []string{second.Op.ID}, search(acme, models.Search{From: now.Add(-time.Minute)}))
 		assert.Equal(t, []string{first.Op.ID}, search(acme, models.Search{To: now.Add(-time.Minute)}))
 		assert.Empty(t, search(acme, models.Search{Tenant: "globex"}))
-		assert.Len(t, search(models.Scope{}, models.Search{Key: "order-1"}), 2)
-		assert.Empty(t, search(models.Scope{Tenants: []string{}}, models.Search{}), "an empty scope sees nothing")
+		assert.Len(t, search(models.AllTenants(), models.Search{Key: "order-1"}), 2)
+		assert.Empty(t, search(models.OnlyTenants(), models.Search{}), "an empty scope sees nothing")
 		ops, more, err := l.SearchOperations(ctx, acme, models.Search{Limit: 1})
 		require.NoError(t, err)
 		assert.True(t, more)
@@ -154,7 +154,7 @@ func TestSearchAndQueueReads(t *testing.T) {
 		require.Len(t, items, 1)
 		assert.Equal(t, first.Op.ID, items[0].OperationID)
 		assert.Equal(t, "order-1:refund", items[0].Key)
-		items, _, err = l.ReviewQueue(ctx, models.Scope{}, models.ReviewFilter{Limit: 10, Reason: models.ReasonUnknownOutcome})
+		items, _, err = l.ReviewQueue(ctx, models.AllTenants(), models.ReviewFilter{Limit: 10, Reason: models.ReasonUnknownOutcome})
 		require.NoError(t, err)
 		assert.Empty(t, items)
 	})
@@ -165,11 +165,11 @@ func TestAPIKeyAdminReads(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		l, _ := consoleLedger(t, d)
-		mine, err := l.CreateAPIKey(ctx, "acme", "agent", []string{"tickets.create"})
+		mine, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent", []string{"tickets.create"})
 		require.NoError(t, err)
-		theirs, err := l.CreateAPIKey(ctx, "globex", "agent", nil)
+		theirs, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "globex", "agent", nil)
 		require.NoError(t, err)
-		acme := models.Scope{Tenants: []string{"acme"}}
+		acme := models.OnlyTenants("acme")
 
 		rows, err := l.APIKeys(ctx, acme, "")
 		require.NoError(t, err)
@@ -177,12 +177,12 @@ func TestAPIKeyAdminReads(t *testing.T) {
 		assert.Equal(t, mine.Key.Prefix, rows[0].Prefix)
 		assert.Equal(t, "agent", rows[0].PrincipalName)
 
-		_, err = l.RevokeAPIKeyByID(ctx, acme, theirs.Key.ID)
+		_, err = l.RevokeAPIKeyByID(ctx, acme, models.Requester{Actor: "user:ann@example.com"}, theirs.Key.ID)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "outside scope")
-		k, err := l.RevokeAPIKeyByID(ctx, acme, mine.Key.ID)
+		k, err := l.RevokeAPIKeyByID(ctx, acme, models.Requester{Actor: "user:ann@example.com"}, mine.Key.ID)
 		require.NoError(t, err)
 		assert.NotNil(t, k.RevokedAt)
-		_, err = l.RevokeAPIKeyByID(ctx, acme, mine.Key.ID)
+		_, err = l.RevokeAPIKeyByID(ctx, acme, models.Requester{Actor: "user:ann@example.com"}, mine.Key.ID)
 		assert.Equal(t, models.CodeConflict, models.ErrorCode(err))
 
 		tenants, err := l.ScopedTenants(ctx, acme)

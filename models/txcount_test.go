@@ -207,9 +207,9 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 		l = models.New(models.Config{DB: db, Dialect: d})
 	}
 	ctx := context.Background()
-	_, err := l.CreateTenant(ctx, "acme")
+	_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent-1", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)

@@ -58,8 +58,13 @@ func (u *User) TenantList() []string {
 	return strings.Split(u.Tenants, ",")
 }
 
-// Scope is the part of the ledger the user may see.
-func (u *User) Scope() Scope { return Scope{Tenants: u.TenantList()} }
+// Scope is the part of the ledger the user may see: every tenant for a user limited to none.
+func (u *User) Scope() Scope {
+	if list := u.TenantList(); list != nil {
+		return OnlyTenants(list...)
+	}
+	return AllTenants()
+}
 
 // NewUser is what CreateUser needs.
 type NewUser struct {
@@ -70,10 +75,12 @@ type NewUser struct {
 	Tenants []string
 }
 
-// CreateUser records a console user with a hashed password. A taken email is CodeConflict;
-// an unknown tenant is CodeNotFound; a malformed email, unknown role or short password is
-// CodeInvalid.
-func (l *Ledger) CreateUser(ctx context.Context, in NewUser) (*User, error) {
+// CreateUser records a console user with a hashed password, within scope s: a requester
+// limited to tenants may only create users limited to some of them, so that nobody grants more
+// than they hold. The user and its audit entry commit together. A taken email is CodeConflict;
+// an unknown tenant, or one outside s, is CodeNotFound; a malformed email, unknown role, short
+// password or a user wider than s is CodeInvalid.
+func (l *Ledger) CreateUser(ctx context.Context, s Scope, by Requester, in NewUser) (*User, error) {
 	email, err := normalEmail(in.Email)
 	if err != nil {
 		return nil, err
@@ -85,31 +92,46 @@ func (l *Ledger) CreateUser(ctx context.Context, in NewUser) (*User, error) {
 		return nil, errorf(CodeInvalid, "the password must have at least %d characters", MinPasswordLen)
 	}
 	tenants := normalTenants(in.Tenants)
+	if !s.Unlimited() {
+		if len(tenants) == 0 {
+			return nil, errorf(CodeInvalid, "you can only create users limited to some of your own tenants")
+		}
+		for _, t := range tenants {
+			if !s.Allows(t) {
+				return nil, errorf(CodeNotFound, "tenant %q does not exist", t)
+			}
+		}
+	}
 	hash, err := hashPassword(in.Password)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: hash password: %w", err)
 	}
+	now := l.clock()
 	u := &User{ID: newID("usr"), Email: email, PasswordHash: hash, Role: in.Role,
-		Tenants: strings.Join(tenants, ","), CreatedAt: l.clock()}
-	err = l.scope(ctx).Transaction(func(tx *gorm.DB) error {
+		Tenants: strings.Join(tenants, ","), CreatedAt: now}
+	err = l.txn(ctx, "create user", func(tx *gorm.DB) ([]string, error) {
 		if len(tenants) > 0 {
 			var known []string
 			if err := tx.Model(&Tenant{}).Where("name IN ?", tenants).Pluck("name", &known).Error; err != nil {
-				return err
+				return nil, err
 			}
 			for _, t := range tenants {
 				if !slices.Contains(known, t) {
-					return errorf(CodeNotFound, "tenant %q does not exist", t)
+					return nil, errorf(CodeNotFound, "tenant %q does not exist", t)
 				}
 			}
 		}
-		return tx.Create(u).Error
+		if err := tx.Create(u).Error; err != nil {
+			return nil, err
+		}
+		_, err := l.appendAudit(tx, now, u.createdAudit(by))
+		return nil, err
 	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil, errorf(CodeConflict, "a user with email %s already exists", email)
 	}
 	if err != nil {
-		return nil, unavailable("create user", err)
+		return nil, err
 	}
 	return u, nil
 }
@@ -136,11 +158,23 @@ func (l *Ledger) takeUser(ctx context.Context, where string, arg any) (*User, er
 	return &u, nil
 }
 
-// Users lists every user by email.
-func (l *Ledger) Users(ctx context.Context) ([]User, error) {
-	var out []User
-	if err := l.scope(ctx).Order("email").Find(&out).Error; err != nil {
+// Users lists the users within scope s by email: every user for the unlimited scope; for a
+// limited one, the users limited to some of its tenants (a tenant admin manages only the people
+// of their tenants, and never sees an admin of every tenant).
+func (l *Ledger) Users(ctx context.Context, s Scope) ([]User, error) {
+	var all []User
+	if err := l.scope(ctx).Order("email").Find(&all).Error; err != nil {
 		return nil, unavailable("list users", err)
+	}
+	if s.Unlimited() {
+		return all, nil
+	}
+	// Tenant lists are stored comma-separated, so the scope is applied here; users are few.
+	out := []User{}
+	for _, u := range all {
+		if s.Covers(u.TenantList()) {
+			out = append(out, u)
+		}
 	}
 	return out, nil
 }

@@ -19,11 +19,11 @@ func TestCreateUser(t *testing.T) {
 		ctx := context.Background()
 		l := testdb.Ledger(t, d)
 		for _, name := range []string{"acme", "globex"} {
-			_, err := l.CreateTenant(ctx, name)
+			_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, name)
 			require.NoError(t, err)
 		}
 
-		u, err := l.CreateUser(ctx, models.NewUser{Email: " Rita@Example.COM ", Password: goodPassword, Role: models.RoleReviewer, Tenants: []string{"globex", " acme", "acme", ""}})
+		u, err := l.CreateUser(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: " Rita@Example.COM ", Password: goodPassword, Role: models.RoleReviewer, Tenants: []string{"globex", " acme", "acme", ""}})
 		require.NoError(t, err)
 		assert.Equal(t, "rita@example.com", u.Email, "stored lower-cased")
 		assert.Equal(t, "acme,globex", u.Tenants, "canonical tenant list")
@@ -39,12 +39,12 @@ func TestCreateUser(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, u.Email, byID.Email)
 
-		all, err := l.CreateUser(ctx, models.NewUser{Email: "ada@example.com", Password: goodPassword, Role: models.RoleAdmin})
+		all, err := l.CreateUser(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: "ada@example.com", Password: goodPassword, Role: models.RoleAdmin})
 		require.NoError(t, err)
 		assert.Nil(t, all.TenantList(), "no tenants: every tenant")
 		assert.True(t, all.Scope().Unlimited())
 
-		users, err := l.Users(ctx)
+		users, err := l.Users(ctx, models.AllTenants())
 		require.NoError(t, err)
 		require.Len(t, users, 2)
 		assert.Equal(t, "ada@example.com", users[0].Email)
@@ -59,7 +59,7 @@ func TestCreateUser(t *testing.T) {
 			"not an address":              {models.NewUser{Email: "Rita <rita@example.com>", Password: goodPassword, Role: models.RoleAuditor}, models.CodeInvalid},
 			"unknown tenant":              {models.NewUser{Email: "x@example.com", Password: goodPassword, Role: models.RoleAuditor, Tenants: []string{"initech"}}, models.CodeNotFound},
 		} {
-			_, err := l.CreateUser(ctx, tc.in)
+			_, err := l.CreateUser(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tc.in)
 			assert.Equal(t, tc.code, models.ErrorCode(err), name)
 		}
 		_, err = l.UserByEmail(ctx, "nobody@example.com")
@@ -73,7 +73,7 @@ func TestLogin(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 		l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: func() time.Time { return now }})
-		_, err := l.CreateUser(ctx, models.NewUser{Email: "rita@example.com", Password: goodPassword, Role: models.RoleReviewer})
+		_, err := l.CreateUser(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: "rita@example.com", Password: goodPassword, Role: models.RoleReviewer})
 		require.NoError(t, err)
 		limits := models.LoginLimits{Window: 15 * time.Minute, PerEmailIP: 2, PerIP: 4, PerEmail: 3}
 		login := func(email, password, ip string) error {
@@ -104,7 +104,7 @@ func TestSessions(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		l := testdb.Ledger(t, d)
-		u, err := l.CreateUser(ctx, models.NewUser{Email: "rita@example.com", Password: goodPassword, Role: models.RoleReviewer})
+		u, err := l.CreateUser(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: "rita@example.com", Password: goodPassword, Role: models.RoleReviewer})
 		require.NoError(t, err)
 		token, s, err := l.StartSession(ctx, u.ID)
 		require.NoError(t, err)

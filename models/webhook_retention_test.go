@@ -47,9 +47,9 @@ func newRetentionWorld(t *testing.T, d models.Dialect) *retentionWorld {
 	clk := &handClock{t: time.Now().UTC().Truncate(time.Second)}
 	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clk.Now, Payloads: opview.Payloads(cat)})
 	ctx := context.Background()
-	_, err = l.CreateTenant(ctx, "acme")
+	_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)

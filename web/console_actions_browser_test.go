@@ -47,7 +47,7 @@ func TestBrowserResolveUnknownRefund(t *testing.T) {
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "Recorded as not executed.")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("timeline"))), reason, "the reason is on the timeline")
 	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+refund.ID, "back on the operation (post/redirect/get)")
-	rec, err := con.Ledger.OperationRecord(t.Context(), models.Scope{}, refund.ID)
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
 	require.NoError(t, err)
 	assert.Equal(t, models.StatePending, rec.Op.State)
 	screenshot(t, ctx, "operation-resolved")

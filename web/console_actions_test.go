@@ -71,7 +71,7 @@ func act(t *testing.T, b *consoletest.Browser, op *models.Operation, action stri
 // record reads op as the ledger has it now.
 func (d reviewDesk) record(t *testing.T, op *models.Operation) *models.OperationRecord {
 	t.Helper()
-	rec, err := d.con.Ledger.OperationRecord(t.Context(), models.Scope{}, op.ID)
+	rec, err := d.con.Ledger.OperationRecord(t.Context(), models.AllTenants(), op.ID)
 	require.NoError(t, err)
 	return rec
 }

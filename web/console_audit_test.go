@@ -199,7 +199,7 @@ func TestExportDownload(t *testing.T) {
 			}
 			assert.ElementsMatch(t, acme, ids)
 			require.Contains(t, last, "chain_head", "the last line carries the chain head")
-			entries, _, err := desk.con.Ledger.AuditEntries(t.Context(), models.Scope{}, models.AuditSearch{Action: "export.created", Limit: 1})
+			entries, _, err := desk.con.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: "export.created", Limit: 1})
 			require.NoError(t, err)
 			require.Len(t, entries, 1)
 			assert.Equal(t, "user:ada@example.com", entries[0].Actor)
@@ -259,7 +259,7 @@ func TestConsoleWritesAuditEntries(t *testing.T) {
 			}, http.StatusSeeOther, "user:ada@example.com", models.AuditAPIKeyCreate, "ok", "acme",
 				map[string]any{"principal": "billing-agent", "tools": "refunds.issue"}},
 			{"API key revoked", func(t *testing.T) *consoletest.Page {
-				keys, err := con.Ledger.APIKeys(t.Context(), models.Scope{}, "")
+				keys, err := con.Ledger.APIKeys(t.Context(), models.AllTenants(), "")
 				require.NoError(t, err)
 				require.Len(t, keys, 1)
 				keyID = keys[0].ID
@@ -303,7 +303,7 @@ func TestConsoleWritesAuditEntries(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				p := tc.do(t)
 				require.Equal(t, tc.status, p.Status)
-				entries, _, err := con.Ledger.AuditEntries(t.Context(), models.Scope{}, models.AuditSearch{Limit: 1})
+				entries, _, err := con.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Limit: 1})
 				require.NoError(t, err)
 				require.Len(t, entries, 1)
 				e := entries[0]

@@ -83,7 +83,7 @@ func waitFor(t *testing.T, con *consoletest.Console, op *models.Operation, state
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		rec, err := con.Ledger.OperationRecord(t.Context(), models.Scope{}, op.ID)
+		rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), op.ID)
 		require.NoError(t, err)
 		if rec.Op.State == state {
 			return rec
@@ -152,7 +152,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	assert.Contains(t, value(t, ctx, chromedp.Text(`[data-type="review_action"]`)), reason)
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("result-json"))), `"R-5001"`)
 
-	rec, err := con.Ledger.OperationRecord(t.Context(), models.Scope{}, refund.ID)
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
 	require.NoError(t, err)
 	require.Equal(t, models.StateSucceeded, rec.Op.State)
 	require.NotNil(t, rec.Op.DownstreamRef)
@@ -167,7 +167,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	assert.Contains(t, notice, "it is SUCCEEDED now, not UNKNOWN")
 	assert.Equal(t, "SUCCEEDED", value(t, stale, chromedp.Text(stateBadge)))
 	assert.Zero(t, count(t, stale, testID("action")), "no forms on a SUCCEEDED refund")
-	rec, err = con.Ledger.OperationRecord(t.Context(), models.Scope{}, refund.ID)
+	rec, err = con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "R-5001", *rec.Op.DownstreamRef)
 	assert.Equal(t, []string{"user:rita@example.com confirm_succeeded"}, reviewActions(rec), "applied once")

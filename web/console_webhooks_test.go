@@ -33,7 +33,7 @@ func deadDelivery(t *testing.T, con *consoletest.Console, d models.Dialect, tena
 	require.Len(t, claimed, 1)
 	require.NoError(t, l.RecordDelivery(ctx, "publisher", claimed[0], models.DeliveryOutcome{StatusCode: 503,
 		Latency: 12 * time.Millisecond, Error: "the receiver answered 503 Service Unavailable", Status: models.DeliveryDead}))
-	rows, err := l.WebhookDeliveries(ctx, models.Scope{}, models.DeliveryFilter{})
+	rows, err := l.WebhookDeliveries(ctx, models.AllTenants(), models.DeliveryFilter{})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	return rows[0]

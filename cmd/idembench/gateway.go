@@ -107,10 +107,10 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 	if g.tenant == "" {
 		g.tenant = "bench-" + g.run
 	}
-	if _, err := ledger.CreateTenant(ctx, g.tenant); err != nil && (tenant == "" || models.ErrorCode(err) != models.CodeConflict) {
+	if _, err := ledger.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, g.tenant); err != nil && (tenant == "" || models.ErrorCode(err) != models.CodeConflict) {
 		return nil, err // a named tenant may exist already: its operations are reused
 	}
-	k, err := ledger.CreateAPIKey(ctx, g.tenant, "bench", nil)
+	k, err := ledger.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, g.tenant, "bench", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func lastAuditEntry(t *testing.T, dsn string, d models.Dialect) models.AuditEntr
 	require.NoError(t, err)
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()
-	entries, _, err := models.New(models.Config{DB: db, Dialect: d}).AuditEntries(t.Context(), models.Scope{}, models.AuditSearch{Limit: 1})
+	entries, _, err := models.New(models.Config{DB: db, Dialect: d}).AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	return entries[0]

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,11 +25,11 @@ func TestAuditVerifyCommand(t *testing.T) {
 			c.exportFile(t)
 			out, _, err := c.run(t, "audit", "verify")
 			require.NoError(t, err)
-			assert.Regexp(t, `^audit chain ok: 1 entries, head sha256:[0-9a-f]{64}\n$`, out)
+			assert.Regexp(t, fmt.Sprintf(`^audit chain ok: %d entries, head sha256:[0-9a-f]{64}\n$`, seededEntries+1), out)
 			cp, ok, err := c.l.LastAuditVerification(context.Background())
 			require.NoError(t, err)
 			require.True(t, ok, "the verified head is recorded")
-			assert.Equal(t, int64(1), cp.Seq)
+			assert.Equal(t, int64(seededEntries+1), cp.Seq)
 		})
 		t.Run("entry updated in SQL", func(t *testing.T) {
 			c := newCLILedger(t, d)
@@ -44,9 +45,10 @@ func TestAuditVerifyCommand(t *testing.T) {
 			c.exportFile(t)
 			_, _, err := c.run(t, "audit", "verify")
 			require.NoError(t, err)
-			require.NoError(t, c.l.DB().Exec("DELETE FROM audit_log WHERE seq = 2").Error)
+			last := seededEntries + 2
+			require.NoError(t, c.l.DB().Exec("DELETE FROM audit_log WHERE seq = ?", last).Error)
 			_, _, err = c.run(t, "audit", "verify")
-			require.ErrorContains(t, err, "audit chain broken at entry 2")
+			require.ErrorContains(t, err, fmt.Sprintf("audit chain broken at entry %d", last))
 			assert.ErrorContains(t, err, "tail removed")
 		})
 		t.Run("chain rewritten after a verification", func(t *testing.T) {
@@ -55,10 +57,13 @@ func TestAuditVerifyCommand(t *testing.T) {
 			_, _, err := c.run(t, "audit", "verify")
 			require.NoError(t, err)
 			require.NoError(t, c.l.DB().Exec("DELETE FROM audit_log").Error)
-			_, err = c.l.Audit(context.Background(), models.AuditInput{Actor: "cli", Action: "export.created", Outcome: "ok"})
-			require.NoError(t, err)
+			// As many fresh entries as were verified: a chain of the same length, rewritten.
+			for range seededEntries + 1 {
+				_, err = c.l.Audit(context.Background(), models.AuditInput{Actor: "cli", Action: "export.created", Outcome: "ok"})
+				require.NoError(t, err)
+			}
 			_, _, err = c.run(t, "audit", "verify")
-			require.ErrorContains(t, err, "audit chain broken at entry 1")
+			require.ErrorContains(t, err, fmt.Sprintf("audit chain broken at entry %d", seededEntries+1))
 			assert.ErrorContains(t, err, "rewritten")
 		})
 	})
@@ -80,12 +85,12 @@ func TestAuditVerifyExportCommand(t *testing.T) {
 			offline := &cliLedger{dsn: filepath.Join(t.TempDir(), "missing", "no.db")} // would fail to open
 			out, _, err := offline.run(t, "audit", "verify", "--export", path)
 			require.NoError(t, err)
-			assert.Regexp(t, `^export ok: ndjson, 2 operations, 2 events, sha256 [0-9a-f]{64}, audit entry 1 sha256:`, out)
+			assert.Regexp(t, fmt.Sprintf(`^export ok: ndjson, 2 operations, 2 events, sha256 [0-9a-f]{64}, audit entry %d sha256:`, seededEntries+1), out)
 		})
 		t.Run("untouched, against the ledger", func(t *testing.T) {
 			out, _, err := c.run(t, "audit", "verify", "--export", path, "--ledger")
 			require.NoError(t, err)
-			assert.Contains(t, out, "audit entry 1 is in the ledger's chain")
+			assert.Contains(t, out, fmt.Sprintf("audit entry %d is in the ledger's chain", seededEntries+1))
 		})
 		t.Run("one byte changed", func(t *testing.T) {
 			changed := bytes.Replace(file, []byte(`"state":"PENDING"`), []byte(`"state":"PENDINH"`), 1)
@@ -100,7 +105,7 @@ func TestAuditVerifyExportCommand(t *testing.T) {
 		t.Run("trailer edited", func(t *testing.T) {
 			changed := bytes.Replace(file, []byte(`"outcome":"ok"`), []byte(`"outcome":"OK"`), 1)
 			_, _, err := c.run(t, "audit", "verify", "--export", write(t, changed))
-			require.ErrorContains(t, err, "audit entry 1 does not match its hash")
+			require.ErrorContains(t, err, fmt.Sprintf("audit entry %d does not match its hash", seededEntries+1))
 		})
 		t.Run("forged with a recomputed entry: only the ledger tells", func(t *testing.T) {
 			forged := write(t, forge(t, file))

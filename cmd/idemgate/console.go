@@ -36,7 +36,7 @@ func (env *environment) demoReviewer(ctx context.Context, l *models.Ledger) (str
 	if err != nil {
 		return "", err
 	}
-	_, err = l.CreateUser(ctx, models.NewUser{Email: demoReviewerEmail, Password: password, Role: models.RoleReviewer, Tenants: []string{"demo"}})
+	_, err = l.CreateUser(ctx, models.AllTenants(), cli, models.NewUser{Email: demoReviewerEmail, Password: password, Role: models.RoleReviewer, Tenants: []string{"demo"}})
 	if err != nil && models.ErrorCode(err) != models.CodeConflict {
 		return "", err
 	}

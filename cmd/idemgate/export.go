@@ -59,7 +59,7 @@ func (env *environment) export(ctx context.Context, args []string) error {
 		return err
 	}
 	x := export.Exporter{Ledger: l, Catalog: cat}
-	res, err := x.Write(ctx, env.stdout, export.Request{Format: f, Filter: filter, Actor: "cli"})
+	res, err := x.Write(ctx, env.stdout, export.Request{Format: f, Filter: filter, Scope: models.AllTenants(), Actor: models.ActorCLI})
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func knownTenant(ctx context.Context, l *models.Ledger, name string) error {
 	if name == "" {
 		return nil
 	}
-	tenants, err := l.Tenants(ctx)
+	tenants, err := l.ScopedTenants(ctx, models.AllTenants())
 	if err != nil {
 		return err
 	}

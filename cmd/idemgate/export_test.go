@@ -35,6 +35,10 @@ tools:
 
 const cliCard = "4111111111111111"
 
+// seededEntries is how many audit entries newCLILedger's set-up writes: each of its two tenants
+// and two API keys is an admin change with its entry. An export's entry comes after them.
+const seededEntries = 4
+
 // cliLedger is a database with operations of two tenants, and the environment of commands run
 // against it.
 type cliLedger struct {
@@ -55,9 +59,9 @@ func newCLILedger(t *testing.T, d models.Dialect) *cliLedger {
 	require.NoError(t, models.Migrate(ctx, db, dialect))
 	c.l = models.New(models.Config{DB: db, Dialect: dialect})
 	for i, tenant := range []string{"acme", "globex"} {
-		_, err := c.l.CreateTenant(ctx, tenant)
+		_, err := c.l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant)
 		require.NoError(t, err)
-		k, err := c.l.CreateAPIKey(ctx, tenant, "agent", nil)
+		k, err := c.l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant, "agent", nil)
 		require.NoError(t, err)
 		caller, err := c.l.Authenticate(ctx, k.Secret)
 		require.NoError(t, err)

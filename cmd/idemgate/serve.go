@@ -135,7 +135,7 @@ func loadCatalog(file, sandboxURL string) (*catalog.Catalog, error) {
 const demoKeySetting = "demo.api_key"
 
 func (env *environment) setUpDemo(ctx context.Context, l *models.Ledger, baseURL string) error {
-	if _, err := l.CreateTenant(ctx, "demo"); err != nil && models.ErrorCode(err) != models.CodeConflict {
+	if _, err := l.CreateTenant(ctx, models.AllTenants(), cli, "demo"); err != nil && models.ErrorCode(err) != models.CodeConflict {
 		return err
 	}
 	secret, err := l.Setting(ctx, demoKeySetting)
@@ -143,7 +143,7 @@ func (env *environment) setUpDemo(ctx context.Context, l *models.Ledger, baseURL
 		return err
 	}
 	if secret == "" {
-		k, err := l.CreateAPIKey(ctx, "demo", "demo-agent", nil)
+		k, err := l.CreateAPIKey(ctx, models.AllTenants(), cli, "demo", "demo-agent", nil)
 		if err != nil {
 			return err
 		}

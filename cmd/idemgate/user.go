@@ -37,7 +37,7 @@ func (env *environment) user(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeDB()
-	u, err := l.CreateUser(ctx, models.NewUser{Email: *email, Password: password, Role: models.Role(*role), Tenants: strings.Split(*tenants, ",")})
+	u, err := l.CreateUser(ctx, models.AllTenants(), cli, models.NewUser{Email: *email, Password: password, Role: models.Role(*role), Tenants: strings.Split(*tenants, ",")})
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (env *environment) user(ctx context.Context, args []string) error {
 		scope = "tenants " + strings.Join(list, ", ")
 	}
 	fmt.Fprintf(env.stdout, "user %s created (role %s, %s)\n", u.Email, u.Role, scope)
-	return audited(ctx, l, u.CreatedAudit(models.ActorCLI))
+	return nil
 }
 
 // readPassword reads the password from the first line of r, so that it never appears in the

@@ -9,9 +9,6 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// cliActor is how command-line changes appear in the audit log.
-const cliActor = "cli"
-
 const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private] | list [--tenant T] | delete ID"
 
 // webhook runs `idemgate webhook create|list|delete` (SPEC §9).
@@ -50,7 +47,7 @@ func (env *environment) webhookCreate(ctx context.Context, args []string) error 
 		return err
 	}
 	defer closeDB()
-	w, err := l.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: cliActor},
+	w, err := l.CreateWebhook(ctx, models.AllTenants(), cli,
 		models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate})
 	if err != nil {
 		return err
@@ -75,7 +72,7 @@ func (env *environment) webhookList(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeDB()
-	subs, err := l.Webhooks(ctx, models.Scope{}, *tenant)
+	subs, err := l.Webhooks(ctx, models.AllTenants(), *tenant)
 	if err != nil {
 		return err
 	}
@@ -97,7 +94,7 @@ func (env *environment) webhookDelete(ctx context.Context, id string) error {
 		return err
 	}
 	defer closeDB()
-	s, err := l.DeleteWebhook(ctx, models.Scope{}, models.Requester{Actor: cliActor}, id)
+	s, err := l.DeleteWebhook(ctx, models.AllTenants(), cli, id)
 	if err != nil {
 		return err
 	}

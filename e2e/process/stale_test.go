@@ -36,9 +36,9 @@ func staleSetup(t *testing.T, d models.Dialect) (*models.Ledger, *clock, *models
 	ctx := context.Background()
 	clk := &clock{now: time.Now().UTC()}
 	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clk.Now})
-	_, err := l.CreateTenant(ctx, "acme")
+	_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, "acme", "agent", nil)
+	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)

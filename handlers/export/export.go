@@ -67,6 +67,9 @@ type Exporter struct {
 type Request struct {
 	Format Format
 	Filter Filter
+	// Scope is the part of the ledger the requester may see: the console user's, or every
+	// tenant from the command line. The zero Scope exports nothing.
+	Scope models.Scope
 	// Actor is recorded in the audit entry: user:<email> from the console, cli from the
 	// command line.
 	Actor     string
@@ -105,7 +108,7 @@ func (x *Exporter) Write(ctx context.Context, w io.Writer, req Request) (Result,
 	if _, err := ParseFormat(string(req.Format)); err != nil {
 		return Result{}, err
 	}
-	filter, err := json.Marshal(req.Filter)
+	filter, err := req.Filter.record(req.Scope)
 	if err != nil {
 		return Result{}, fmt.Errorf("export: encode filter: %w", err)
 	}
@@ -115,7 +118,7 @@ func (x *Exporter) Write(ctx context.Context, w io.Writer, req Request) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := x.writeBody(ctx, b, req.Filter)
+	res, err := x.writeBody(ctx, b, req.Scope, req.Filter)
 	if err == nil {
 		err = b.close()
 	}
@@ -152,7 +155,7 @@ func newBody(f Format, w io.Writer) (body, error) {
 }
 
 // writeBody pages through the matching operations by id and writes each one.
-func (x *Exporter) writeBody(ctx context.Context, b body, f Filter) (Result, error) {
+func (x *Exporter) writeBody(ctx context.Context, b body, s models.Scope, f Filter) (Result, error) {
 	size := x.BatchSize
 	if size <= 0 {
 		size = DefaultBatchSize
@@ -160,7 +163,7 @@ func (x *Exporter) writeBody(ctx context.Context, b body, f Filter) (Result, err
 	var res Result
 	after := ""
 	for {
-		batch, err := x.Ledger.ExportBatch(ctx, f.ledger(), after, size)
+		batch, err := x.Ledger.ExportBatch(ctx, s, f.ledger(), after, size)
 		if err != nil {
 			return res, fmt.Errorf("export: read operations: %w", err)
 		}

@@ -20,12 +20,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// runExport exports with filter f in format, as a console user.
+// runExport exports with filter f in format, as a console user of every tenant.
 func (f *fixture) runExport(t *testing.T, format export.Format, filter export.Filter) ([]byte, export.Result) {
+	t.Helper()
+	return f.runScopedExport(t, format, models.AllTenants(), filter)
+}
+
+// runScopedExport exports with filter f in format, as a console user of scope s.
+func (f *fixture) runScopedExport(t *testing.T, format export.Format, s models.Scope, filter export.Filter) ([]byte, export.Result) {
 	t.Helper()
 	var buf bytes.Buffer
 	x := export.Exporter{Ledger: f.l, Catalog: f.cat, BatchSize: 2} // small batches: paging is exercised
-	res, err := x.Write(context.Background(), &buf, export.Request{Format: format, Filter: filter,
+	res, err := x.Write(context.Background(), &buf, export.Request{Format: format, Filter: filter, Scope: s,
 		Actor: "user:ann@example.com", RequestID: "req-1"})
 	require.NoError(t, err)
 	return buf.Bytes(), res
@@ -77,22 +83,25 @@ func exportedIDs(t *testing.T, format export.Format, out []byte) []string {
 }
 
 func TestExportHonoursFilters(t *testing.T) {
+	all := models.AllTenants()
 	cases := []struct {
 		name   string
+		scope  models.Scope
 		filter export.Filter
 		want   []string
 	}{
-		{"everything", export.Filter{}, []string{"acme-charge", "acme-ticket-pending", "acme-ticket-failed", "acme-legacy", "globex-charge"}},
-		{"tenant", export.Filter{Tenant: "acme"}, []string{"acme-charge", "acme-ticket-pending", "acme-ticket-failed", "acme-legacy"}},
-		{"scope of a limited user", export.Filter{Tenants: []string{"globex"}}, []string{"globex-charge"}},
-		{"tenant outside the scope", export.Filter{Tenants: []string{"globex"}, Tenant: "acme"}, nil},
-		{"empty scope", export.Filter{Tenants: []string{}}, nil},
-		{"from is inclusive", export.Filter{From: t0.Add(2 * time.Hour)}, []string{"acme-ticket-failed", "acme-legacy", "globex-charge"}},
-		{"to is exclusive", export.Filter{To: t0.Add(2 * time.Hour)}, []string{"acme-charge", "acme-ticket-pending"}},
-		{"time range", export.Filter{From: t0.Add(time.Hour), To: t0.Add(3 * time.Hour)}, []string{"acme-ticket-pending", "acme-ticket-failed"}},
-		{"state", export.Filter{State: models.StateSucceeded}, []string{"acme-charge", "acme-legacy", "globex-charge"}},
-		{"tool", export.Filter{Tool: "payments.charge"}, []string{"acme-charge", "globex-charge"}},
-		{"all at once", export.Filter{Tenants: []string{"acme"}, State: models.StateSucceeded, Tool: "payments.charge",
+		{"everything", all, export.Filter{}, []string{"acme-charge", "acme-ticket-pending", "acme-ticket-failed", "acme-legacy", "globex-charge"}},
+		{"tenant", all, export.Filter{Tenant: "acme"}, []string{"acme-charge", "acme-ticket-pending", "acme-ticket-failed", "acme-legacy"}},
+		{"scope of a limited user", models.OnlyTenants("globex"), export.Filter{}, []string{"globex-charge"}},
+		{"tenant outside the scope", models.OnlyTenants("globex"), export.Filter{Tenant: "acme"}, nil},
+		{"empty scope", models.OnlyTenants(), export.Filter{}, nil},
+		{"zero scope", models.Scope{}, export.Filter{}, nil},
+		{"from is inclusive", all, export.Filter{From: t0.Add(2 * time.Hour)}, []string{"acme-ticket-failed", "acme-legacy", "globex-charge"}},
+		{"to is exclusive", all, export.Filter{To: t0.Add(2 * time.Hour)}, []string{"acme-charge", "acme-ticket-pending"}},
+		{"time range", all, export.Filter{From: t0.Add(time.Hour), To: t0.Add(3 * time.Hour)}, []string{"acme-ticket-pending", "acme-ticket-failed"}},
+		{"state", all, export.Filter{State: models.StateSucceeded}, []string{"acme-charge", "acme-legacy", "globex-charge"}},
+		{"tool", all, export.Filter{Tool: "payments.charge"}, []string{"acme-charge", "globex-charge"}},
+		{"all at once", models.OnlyTenants("acme"), export.Filter{State: models.StateSucceeded, Tool: "payments.charge",
 			From: t0, To: t0.Add(time.Hour)}, []string{"acme-charge"}},
 	}
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
@@ -100,7 +109,7 @@ func TestExportHonoursFilters(t *testing.T) {
 		for _, tc := range cases {
 			for _, format := range []export.Format{export.NDJSON, export.CSV} {
 				t.Run(tc.name+"/"+string(format), func(t *testing.T) {
-					out, res := f.runExport(t, format, tc.filter)
+					out, res := f.runScopedExport(t, format, tc.scope, tc.filter)
 					want := f.idsOf(tc.want...)
 					assert.Equal(t, want, exportedIDs(t, format, out))
 					assert.Equal(t, int64(len(want)), res.Operations)
@@ -109,10 +118,10 @@ func TestExportHonoursFilters(t *testing.T) {
 							assert.NotContains(t, string(out), other, "an operation outside the filter leaked")
 						}
 					}
-					if format == export.CSV && len(tc.filter.Tenants) > 0 {
+					if format == export.CSV && !tc.scope.Unlimited() {
 						_, body, _ := csvRows(t, out)
 						for _, r := range body {
-							assert.Contains(t, tc.filter.Tenants, r[1])
+							assert.Contains(t, tc.scope.Tenants(), r[1])
 						}
 					}
 				})
@@ -310,7 +319,7 @@ func TestExportFailureIsAudited(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, d)
 		x := export.Exporter{Ledger: f.l, Catalog: f.cat}
-		_, err := x.Write(ctx, &failingWriter{limit: 100}, export.Request{Format: export.NDJSON, Actor: "cli"})
+		_, err := x.Write(ctx, &failingWriter{limit: 100}, export.Request{Format: export.NDJSON, Scope: models.AllTenants(), Actor: "cli"})
 		require.ErrorContains(t, err, "connection reset")
 		seq, _, err := f.l.AuditHead(ctx)
 		require.NoError(t, err)

@@ -1,19 +1,17 @@
 package export
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/idemgate/idemgate/models"
 )
 
-// Filter selects the operations an export holds. Zero fields do not filter. It is recorded,
-// as JSON, in the export's audit entry and trailer, so a reader knows what the file claims to
-// contain.
+// Filter selects the operations an export holds, within the scope of its Request. Zero fields
+// do not filter. It is recorded, as JSON, in the export's audit entry and trailer, so a reader
+// knows what the file claims to contain.
 type Filter struct {
-	// Tenants is the caller's scope: nil means every tenant, a non-nil empty list sees nothing.
-	// A console user limited to tenants passes theirs.
-	Tenants []string `json:"tenants,omitzero"`
 	// Tenant narrows the export to one tenant within the scope.
 	Tenant string `json:"tenant,omitempty"`
 	// From and To bound the operations' created_at: From inclusive, To exclusive.
@@ -48,5 +46,24 @@ func (f Filter) validate() error {
 }
 
 func (f Filter) ledger() models.ExportFilter {
-	return models.ExportFilter{Tenants: f.Tenants, Tenant: f.Tenant, From: f.From, To: f.To, State: f.State, Tool: f.Tool}
+	return models.ExportFilter{Tenant: f.Tenant, From: f.From, To: f.To, State: f.State, Tool: f.Tool}
+}
+
+// recordedFilter is the filter as the audit entry and the trailer record it: with the tenants
+// of a limited scope first, so a reader knows the file holds only theirs.
+type recordedFilter struct {
+	Tenants []string `json:"tenants,omitzero"`
+	Filter
+}
+
+// record encodes f, within scope s, as it is recorded.
+func (f Filter) record(s models.Scope) ([]byte, error) {
+	r := recordedFilter{Filter: f}
+	if !s.Unlimited() {
+		r.Tenants = s.Tenants()
+		if r.Tenants == nil {
+			r.Tenants = []string{}
+		}
+	}
+	return json.Marshal(r)
 }

@@ -90,9 +90,9 @@ func newFixture(t *testing.T, d models.Dialect) *fixture {
 	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clock.Now})
 	callers := map[string]*models.Caller{}
 	for _, tenant := range []string{"acme", "globex"} {
-		_, err := l.CreateTenant(ctx, tenant)
+		_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant)
 		require.NoError(t, err)
-		k, err := l.CreateAPIKey(ctx, tenant, "agent-1", nil)
+		k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant, "agent-1", nil)
 		require.NoError(t, err)
 		callers[tenant], err = l.Authenticate(ctx, k.Secret)
 		require.NoError(t, err)

@@ -42,7 +42,7 @@ func TestExportMemory(t *testing.T) {
 	cat, err := catalog.Load([]byte(toolsYAML))
 	require.NoError(t, err)
 	l := testdb.Ledger(t, d)
-	_, err = l.CreateTenant(ctx, "acme")
+	_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
 
 	seeded := 0
@@ -55,7 +55,7 @@ func TestExportMemory(t *testing.T) {
 		for _, format := range []export.Format{export.NDJSON, export.CSV} {
 			m := measure(t, func() {
 				x := export.Exporter{Ledger: l, Catalog: cat}
-				res, err := x.Write(ctx, io.Discard, export.Request{Format: format, Actor: "cli"})
+				res, err := x.Write(ctx, io.Discard, export.Request{Format: format, Scope: models.AllTenants(), Actor: "cli"})
 				require.NoError(t, err)
 				require.Equal(t, int64(seeded*eventsPerOp), res.Events)
 			})

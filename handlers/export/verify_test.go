@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -66,6 +67,8 @@ func TestVerifyFile(t *testing.T) {
 		f := newFixture(t, d)
 		ndjson, res := f.runExport(t, export.NDJSON, export.Filter{Tenant: "acme"})
 		csvFile, csvRes := f.runExport(t, export.CSV, export.Filter{})
+		// The fixture's tenants and keys come first in the chain, each with its entry.
+		seq := res.Entry.Seq
 
 		t.Run("untouched", func(t *testing.T) {
 			v, err := export.VerifyFile(bytes.NewReader(ndjson))
@@ -94,12 +97,13 @@ func TestVerifyFile(t *testing.T) {
 			{"a line duplicated", ndjson, func(t *testing.T, b []byte) []byte { ls := lines(b); return join(append([][]byte{ls[0]}, ls...)) }, "the lines before the trailer hash to"},
 			{"a line that is not an operation", ndjson, editLine(1, `{"id":`, `{"idx":`), "line 2 is not an exported operation"},
 			{"trailer removed", ndjson, removeLine(4), "trailer (line 4)"},
-			{"trailer chain head edited", ndjson, editLine(-1, `"chain_head":{"seq":1`, `"chain_head":{"seq":2`), "chain head 2"},
-			{"trailer audit entry edited", ndjson, editLine(-1, `"actor":"user:ann@example.com"`, `"actor":"user:bob@example.com"`), "audit entry 1 does not match its hash"},
+			{"trailer chain head edited", ndjson, editLine(-1, fmt.Sprintf(`"chain_head":{"seq":%d`, seq), fmt.Sprintf(`"chain_head":{"seq":%d`, seq+1)),
+				fmt.Sprintf("chain head %d", seq+1)},
+			{"trailer audit entry edited", ndjson, editLine(-1, `"actor":"user:ann@example.com"`, `"actor":"user:bob@example.com"`), fmt.Sprintf("audit entry %d does not match its hash", seq)},
 			{"trailer filter edited", ndjson, editLine(-1, `"filter":{"tenant":"acme"}`, `"filter":{"tenant":"globex"}`), "records filter"},
 			{"trailer respaced", ndjson, editLine(-1, `"filter":`, `"filter": `), "not in the form the exporter writes"},
 			{"trailer member added", ndjson, editLine(-1, `"filter":`, `"note":"x","filter":`), "unknown field"},
-			{"digest rewritten with the line", ndjson, forgeDigest, "audit entry 1 records digest"},
+			{"digest rewritten with the line", ndjson, forgeDigest, fmt.Sprintf("audit entry %d records digest", seq)},
 			{"truncated", ndjson, func(t *testing.T, b []byte) []byte { return b[:len(b)/2] }, "trailer"},
 			{"empty", ndjson, func(t *testing.T, b []byte) []byte { return nil }, "the file is empty"},
 			{"csv: one byte of a row", csvFile, editLine(1, "SUCCEEDED", "SUCCEEDEE"), "the lines before the trailer hash to"},

@@ -54,7 +54,7 @@ func TestDataKeyAtStart(t *testing.T) {
 
 		// Something sealed: a replica started without the key must not run.
 		l := models.New(models.Config{DB: db, Dialect: d, Key: key, DataKeys: keys})
-		_, err = l.CreateTenant(ctx, "acme")
+		_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 		require.NoError(t, err)
 		params := []byte(`{"card_number":"4242424242424242"}`)
 		_, err = l.Submit(ctx, models.NewOperation{Tenant: "acme", PrincipalID: "p", APIKeyID: "k", Key: "k1", Tool: "refunds.issue",

@@ -213,10 +213,10 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 func (g *Gateway) NewTenant(t testing.TB, tenant, principal string, tools []string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := g.Ledger.CreateTenant(ctx, tenant); err != nil && models.ErrorCode(err) != models.CodeConflict {
+	if _, err := g.Ledger.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant); err != nil && models.ErrorCode(err) != models.CodeConflict {
 		t.Fatalf("gatewaytest: tenant: %v", err)
 	}
-	k, err := g.Ledger.CreateAPIKey(ctx, tenant, principal, tools)
+	k, err := g.Ledger.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant, principal, tools)
 	if err != nil {
 		t.Fatalf("gatewaytest: key: %v", err)
 	}
