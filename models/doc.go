@@ -10,6 +10,8 @@
 // errors are translated at this boundary into *Error with a Code (errors.go), which the
 // handlers' one table turns into answers.
 //
-// Every read a console user makes takes a Scope, so tenants never see each other's records.
+// Every console read and change takes a Scope, so tenants never see each other's records; the
+// zero Scope sees nothing, and every tenant is asked for by name (AllTenants). Admin changes
+// write their audit entry in their own transaction.
 // models imports none of idemgate's other packages but its own subpackages.
 package models

@@ -58,12 +58,15 @@ func (s Scope) Covers(list []string) bool {
 
 // apply narrows q to the scope on the given tenant column.
 func (s Scope) apply(q *gorm.DB, column string) *gorm.DB {
-	if s.all {
+	switch {
+	case s.all:
 		return q
+	case len(s.tenants) == 0:
+		// "IN ()" is not SQL; a condition no row meets is. (Not an empty name in the list:
+		// audit entries without a tenant have one.)
+		return q.Where("1 = 0")
 	}
-	// The empty name keeps the list non-empty (no tenant has it), so "IN ()" is never sent and
-	// the zero scope matches nothing.
-	return q.Where(column+" IN ?", append([]string{""}, s.tenants...))
+	return q.Where(column+" IN ?", s.tenants)
 }
 
 // ScopedTenants lists the tenants within scope, by name.

@@ -151,10 +151,14 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Executor: exec, Clock: clock, Sandbox: sb, server: srv}
 }
 
+// seeder is who makes the tenants and users a test seeds, in the audit log: not the command
+// line, so that tests can tell the entries they record themselves from these.
+var seeder = models.Requester{Actor: "consoletest"}
+
 // Tenant creates tenant unless it exists.
 func (c *Console) Tenant(t testing.TB, name string) {
 	t.Helper()
-	if _, err := c.Ledger.CreateTenant(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI}, name); err != nil && models.ErrorCode(err) != models.CodeConflict {
+	if _, err := c.Ledger.CreateTenant(context.Background(), models.AllTenants(), seeder, name); err != nil && models.ErrorCode(err) != models.CodeConflict {
 		t.Fatalf("consoletest: tenant %s: %v", name, err)
 	}
 }
@@ -166,7 +170,7 @@ func (c *Console) User(t testing.TB, email string, role models.Role, tenants ...
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	password := hex.EncodeToString(b[:])
-	if _, err := c.Ledger.CreateUser(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI}, models.NewUser{Email: email, Password: password, Role: role, Tenants: tenants}); err != nil {
+	if _, err := c.Ledger.CreateUser(context.Background(), models.AllTenants(), seeder, models.NewUser{Email: email, Password: password, Role: role, Tenants: tenants}); err != nil {
 		t.Fatalf("consoletest: user %s: %v", email, err)
 	}
 	return password
