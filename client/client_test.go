@@ -104,6 +104,7 @@ func TestDoReturnsFinalProblems(t *testing.T) {
 		{http.StatusGone, "idempotency-key-expired", "SUCCEEDED", client.ErrKeyExpired},
 		{http.StatusBadRequest, "invalid-params", "", client.ErrInvalidParams},
 		{http.StatusBadRequest, "idempotency-key-invalid", "", client.ErrKeyInvalid},
+		{http.StatusUnprocessableEntity, "idempotency-key-reserved", "", client.ErrKeyReserved},
 		{http.StatusUnauthorized, "unauthenticated", "", client.ErrUnauthenticated},
 		{http.StatusForbidden, "tool-forbidden", "", client.ErrToolForbidden},
 		{http.StatusNotFound, "unknown-tool", "", client.ErrUnknownTool},

@@ -19,6 +19,7 @@ var (
 	ErrUnauthenticated           error = problemType("unauthenticated")
 	ErrKeyMissing                error = problemType("idempotency-key-missing")
 	ErrKeyInvalid                error = problemType("idempotency-key-invalid")
+	ErrKeyReserved               error = problemType("idempotency-key-reserved")
 	ErrBodyTooLarge              error = problemType("body-too-large")
 	ErrMalformedBody             error = problemType("malformed-body")
 	ErrUnknownTool               error = problemType("unknown-tool")
@@ -99,7 +100,7 @@ func (p *Problem) Is(target error) bool {
 
 // problemTypes lists every sentinel, for the test that keeps them in step with the gateway.
 var problemTypes = []error{
-	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
+	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrKeyReserved, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
 	ErrToolForbidden, ErrInvalidParams, ErrOperationInProgress, ErrOperationUncertain,
 	ErrOperationAwaitingApproval, ErrKeyMismatch, ErrKeyExpired, ErrLedgerUnavailable, ErrRateLimited,
 	ErrNotFound, ErrNotCancellable, ErrNotCompensable, ErrUnsupportedFormat, ErrInvalidQuery, ErrInternal,

@@ -86,6 +86,9 @@ func (a *API) CreateOperation(c echo.Context) (err error) {
 	if err != nil {
 		return keyProblem(err)
 	}
+	if err := reservedKey(key); err != nil {
+		return err
+	}
 	req, err := decodeOperationRequest(c.Request().Body)
 	if err != nil {
 		return err
@@ -109,10 +112,11 @@ func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string,
 	if err != nil {
 		return jobs.SubmitResult{}, err
 	}
-	return a.Executor.Submit(ctx, jobs.SubmitRequest{
+	res, err := a.Executor.Submit(ctx, jobs.SubmitRequest{
 		Caller: caller, Key: key, Tool: tool, Params: params,
 		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: wait,
 	})
+	return res, hideForeignOperation(caller, err)
 }
 
 // checkCall finds the tool, checks the caller may use it and that params match its schema.

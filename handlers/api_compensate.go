@@ -27,6 +27,12 @@ func (a *API) Compensate(c echo.Context) error {
 		if key, err = headers.ParseIdempotencyKey(c.Request().Header.Values("Idempotency-Key")); err != nil {
 			return keyProblem(err)
 		}
+		// The default, spelled out, is fine; another operation's compensation key is not.
+		if key != jobs.CompensationKey(original.ID) {
+			if err := reservedKey(key); err != nil {
+				return err
+			}
+		}
 	}
 	tool, params, err := a.compensation(caller, original)
 	if err != nil {
@@ -44,7 +50,7 @@ func (a *API) Compensate(c echo.Context) error {
 			Detail: "this operation already has a compensation (see its compensated_by); it is not compensated twice"}
 	}
 	if err != nil {
-		return err
+		return hideForeignOperation(caller, err)
 	}
 	if prefer.Applied != "" {
 		c.Response().Header().Set("Preference-Applied", prefer.Applied)

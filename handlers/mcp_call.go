@@ -133,6 +133,9 @@ func callKey(t *catalog.Tool, meta mcp.Meta, argKey *string) (string, error) {
 	if err := headers.CheckKey(metaKey); err != nil {
 		return "", keyProblem(err)
 	}
+	if err := reservedKey(metaKey); err != nil {
+		return "", err
+	}
 	return metaKey, nil
 }
 

@@ -49,8 +49,14 @@ func (a *refusalAuditor) record(c echo.Context, p *handlers.Problem, reqID strin
 			return
 		}
 	}
-	if p.Op != nil {
-		in.OperationID, in.Tenant = p.Op.ID, p.Op.Tenant
+	// The operation concerned, even when the answer hid it from the caller (a key taken by a
+	// tool the caller may not use): the audit log is for the people investigating.
+	op := p.Op
+	if op == nil {
+		op = models.ErrorOperation(p.Err)
+	}
+	if op != nil {
+		in.OperationID, in.Tenant = op.ID, op.Tenant
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()

@@ -151,3 +151,33 @@ func trimUser(actors []string) []string {
 	}
 	return out
 }
+
+// A compensation whose key is already held by another operation (an agent's, recorded before
+// the compensate: prefix was reserved) cannot be proposed: the console answers with the
+// operation's page and a 409, never a 500, and nothing is recorded or sent downstream.
+func TestProposalWhoseKeyIsTaken(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{Downstream: true})
+		ticket := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-7:ticket", Tool: "tickets.create",
+			Params: `{"subject":"Refund for order 7"}`})
+		ticket = waitState(t, desk, ticket, models.StateSucceeded)
+		squatter := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "compensate:" + ticket.ID, Tool: "tickets.close",
+			Params: `{"ticket_id":"T-0"}`, NeedsApproval: true})
+		ops, _, err := desk.con.Ledger.SearchOperations(t.Context(), models.AllTenants(), models.Search{Limit: 100})
+		require.NoError(t, err)
+
+		p := act(t, desk.rita, ticket, "propose_compensation", url.Values{"reason": {"The customer withdrew the request"}})
+		require.Equal(t, http.StatusConflict, p.Status, p.Body)
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), ""), "already taken")
+		rec := desk.record(t, ticket)
+		assert.Nil(t, rec.CompensatedBy, "no compensation was linked")
+		assert.Equal(t, []string{desk.ritaID + " review.propose_compensation refused"}, audits(rec))
+		after, _, err := desk.con.Ledger.SearchOperations(t.Context(), models.AllTenants(), models.Search{Limit: 100})
+		require.NoError(t, err)
+		assert.Len(t, after, len(ops), "nothing was recorded")
+		assert.Equal(t, models.StateAwaitingApproval, desk.record(t, squatter).Op.State, "the squatter is untouched")
+		assert.Equal(t, 0, desk.con.Sandbox.Committed("closes"), "nothing was sent downstream")
+	})
+}

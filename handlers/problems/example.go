@@ -15,6 +15,7 @@ var exampleDetails = map[string]string{
 	Unauthenticated:           "The API key is missing, unknown or revoked.",
 	IdempotencyKeyMissing:     "POST /v1/operations requires an Idempotency-Key header.",
 	IdempotencyKeyInvalid:     "The Idempotency-Key must be 1 to 255 printable ASCII characters.",
+	IdempotencyKeyReserved:    "Keys beginning with compensate: are reserved for the compensations idemgate records.",
 	BodyTooLarge:              "The request body exceeds 1 MiB.",
 	MalformedBody:             "The body is not valid JSON: unexpected end of input.",
 	UnknownTool:               `No tool is named "tickets.crate".`,

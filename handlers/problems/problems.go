@@ -20,6 +20,7 @@ const (
 	Unauthenticated           = "unauthenticated"
 	IdempotencyKeyMissing     = "idempotency-key-missing"
 	IdempotencyKeyInvalid     = "idempotency-key-invalid"
+	IdempotencyKeyReserved    = "idempotency-key-reserved"
 	BodyTooLarge              = "body-too-large"
 	MalformedBody             = "malformed-body"
 	UnknownTool               = "unknown-tool"
@@ -122,6 +123,21 @@ var table = []Type{
 			"the key `abc`. Keep the corrected key stable across retries of the same action.",
 	},
 	{
+		Slug:   IdempotencyKeyReserved,
+		Status: http.StatusUnprocessableEntity,
+		Title:  "Idempotency key reserved",
+		Explanation: "Keys that begin with `compensate:` belong to idemgate itself: it gives them to the " +
+			"compensations it records (`compensate:<operation id>`), so that a compensation proposed " +
+			"by a reviewer or asked for with `POST /v1/operations/{id}/compensate` can never collide " +
+			"with an agent's operation. An agent may not choose one. Nothing was recorded and nothing " +
+			"was executed.",
+		WhatToDo: "Choose another key for your action, one that names it in your own words, such as " +
+			"`workflow-8472:undo-refund`. To undo a succeeded operation, do not call the reversing tool " +
+			"yourself under a `compensate:` key: ask for its compensation with " +
+			"`POST /v1/operations/{id}/compensate` and no `Idempotency-Key` header (or exactly " +
+			"`compensate:<that operation's id>`), which idemgate links to the operation it undoes.",
+	},
+	{
 		Slug:   BodyTooLarge,
 		Status: http.StatusRequestEntityTooLarge,
 		Title:  "Request body too large",
@@ -220,7 +236,8 @@ var table = []Type{
 		Explanation: "This `Idempotency-Key` already names an operation in your tenant with a different " +
 			"tool or different params (a different fingerprint). Key order, whitespace and number " +
 			"spelling do not count as differences; a changed value does. Nothing ran, and the existing " +
-			"operation is unchanged.",
+			"operation is unchanged. When the existing operation's tool is one your key may not use, " +
+			"the problem says only that the key is taken: it carries no `operation_id` or `state`.",
 		WhatToDo: "If you meant to retry the same action, resend exactly the original tool and params, or " +
 			"read the existing operation with `GET /v1/operations?key=…`. If your agent regenerated or " +
 			"reworded the params of the same action, the existing operation is the one that counts: use " +

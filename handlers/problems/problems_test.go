@@ -17,6 +17,7 @@ var spec = map[string]int{
 	problems.Unauthenticated:           401,
 	problems.IdempotencyKeyMissing:     400,
 	problems.IdempotencyKeyInvalid:     400,
+	problems.IdempotencyKeyReserved:    422,
 	problems.BodyTooLarge:              413,
 	problems.MalformedBody:             400,
 	problems.UnknownTool:               404,

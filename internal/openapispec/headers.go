@@ -55,12 +55,14 @@ func parameters() obj {
 			"description", "The operation key: names one logical action, stable across retries and restarts "+
 				"(e.g. `workflow-8472:create-ticket`), scoped to the tenant. 1–255 printable ASCII characters, "+
 				"sent bare (`abc`) or as an RFC 8941 string (`\"abc\"`); both name the key `abc`. Missing: "+
-				"`idempotency-key-missing`; malformed: `idempotency-key-invalid`.",
+				"`idempotency-key-missing`; malformed: `idempotency-key-invalid`; beginning with `compensate:`, which "+
+				"the gateway keeps for the compensations it records: `idempotency-key-reserved`.",
 			"schema", o("type", "string", "minLength", 1, "pattern", "^[ -~]+$"),
 			"example", "workflow-8472:create-ticket"),
 		"CompensationKey", o("name", "Idempotency-Key", "in", "header", "required", false,
 			"description", "The compensation's operation key; `compensate:<id>` when absent, so that a repeated "+
-				"request returns the same compensation.",
+				"request returns the same compensation. Another key beginning with `compensate:` is "+
+				"`idempotency-key-reserved`.",
 			"schema", o("type", "string", "minLength", 1, "pattern", "^[ -~]+$")),
 		"Prefer", o("name", "Prefer", "in", "header", "required", false,
 			"description", "RFC 7240. `wait=N` (seconds, 0–60, default 10; more is applied as 60): how long the "+

@@ -44,7 +44,8 @@ func paths() obj {
 func createOperation() obj {
 	return o("operationId", "createOperation", "tags", list("operations"),
 		"summary", "Record and run an operation, at most once per key",
-		"description", "Checks, in this order: authentication, `Idempotency-Key`, the body (≤ 1 MiB, well-formed), the "+
+		"description", "Checks, in this order: authentication, `Idempotency-Key` (keys beginning with `compensate:` are "+
+			"the gateway's own: `idempotency-key-reserved`), the body (≤ 1 MiB, well-formed), the "+
 			"tool exists, the key may use it, the params match its schema. A request failing a check records and runs "+
 			"nothing. Then the key is looked up: a new key records the operation and runs it; a known key with the same "+
 			"tool and params never runs anything again and answers with the one operation's outcome; a known key with "+
@@ -60,7 +61,7 @@ func createOperation() obj {
 				problems.OperationInProgress, problems.OperationUncertain, problems.OperationAwaitingApproval),
 			code(410), problemResponse(nil, problems.IdempotencyKeyExpired),
 			code(413), problemResponse(nil, problems.BodyTooLarge),
-			code(422), problemResponse(nil, problems.IdempotencyKeyMismatch),
+			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch),
 		))
 }
 
@@ -78,7 +79,7 @@ func compensateOperation() obj {
 			code(409), problemResponse(inFlightHeaders(false), problems.OperationInProgress, problems.OperationUncertain,
 				problems.OperationAwaitingApproval, problems.NotCompensable),
 			code(410), problemResponse(nil, problems.IdempotencyKeyExpired),
-			code(422), problemResponse(nil, problems.IdempotencyKeyMismatch),
+			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch),
 		))
 }
 
