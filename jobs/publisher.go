@@ -189,11 +189,21 @@ func (p *Publisher) send(ctx context.Context, c models.ClaimedDelivery) (int, ti
 		return 0, time.Since(start), err
 	}
 	defer resp.Body.Close()
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var head []byte
+	if !c.AllowPrivate {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	latency := time.Since(start)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, latency, fmt.Errorf("the receiver answered %s: %q", resp.Status, head)
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		return resp.StatusCode, latency, nil
+	case c.AllowPrivate:
+		// A target inside the network may be a service that was never meant to answer
+		// strangers (an admin API, cloud metadata): what it says is not kept, not even its
+		// reason phrase, so a subscription cannot be used to read it through the console.
+		return resp.StatusCode, latency, fmt.Errorf("the receiver answered %d %s (its answer is not kept: a private target)",
+			resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
-	return resp.StatusCode, latency, nil
+	return resp.StatusCode, latency, fmt.Errorf("the receiver answered %s: %q", resp.Status, head)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -357,4 +358,36 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 		assert.Equal(t, 1, row.Attempts, "claimed once")
 		assert.Len(t, w.attempts(t, row.ID), 1, "sent once")
 	}
+}
+
+// TestPrivateTargetsAnswerIsNotKept: a subscription allowed a private target may point at a
+// service inside the network; when it refuses a delivery, its answer (body and reason phrase)
+// is not kept in the attempt's error, where the console would show it.
+func TestPrivateTargetsAnswerIsNotKept(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		clock := newClock()
+		w := newWorld(t, d, testdb.Open(t, d), clock.Now)
+		const inside = "root-password=hunter2"
+		internal := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			rw.WriteHeader(http.StatusForbidden)
+			_, _ = rw.Write([]byte(inside))
+		}))
+		t.Cleanup(internal.Close)
+		w.subscribe(t, internal.URL+"/admin")
+		w.succeed(t, "order-7")
+
+		n, err := w.publisher("p1", clock.Now, nil).PublishOnce(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		row := w.deliveries(t)[0]
+		att := w.attempts(t, row.ID)
+		require.Len(t, att, 1)
+		require.NotNil(t, att[0].StatusCode)
+		assert.Equal(t, http.StatusForbidden, *att[0].StatusCode, "the status is kept")
+		require.NotNil(t, att[0].Error)
+		assert.Contains(t, *att[0].Error, "403")
+		assert.NotContains(t, *att[0].Error, inside)
+		require.NotNil(t, row.LastError)
+		assert.NotContains(t, *row.LastError, inside)
+	})
 }

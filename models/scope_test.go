@@ -295,6 +295,24 @@ func TestTenantAdminStaysInTheirTenants(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, hooks, 1, "other's subscription stays")
 		})
+		t.Run("private webhook targets are the operator's", func(t *testing.T) {
+			loopback := models.NewWebhook{Tenant: "acme", URL: "http://127.0.0.1:9/hook", Events: []string{models.WebhookOperationSucceeded}}
+			_, unasked := l.CreateWebhook(ctx, models.AllTenants(), admin, loopback)
+			require.Equal(t, models.CodeInvalid, models.ErrorCode(unasked))
+			loopback.AllowPrivate = true
+			_, err := l.CreateWebhook(ctx, acme, admin, loopback)
+			require.Equal(t, models.CodeInvalid, models.ErrorCode(err), "a tenant admin may not allow it")
+			assert.Equal(t, unasked.Error(), err.Error(), "the same refusal as without allowing it")
+
+			public := models.NewWebhook{Tenant: "acme", URL: "http://93.184.216.34/hook", Events: []string{models.WebhookOperationSucceeded},
+				AllowPrivate: true}
+			w, err := l.CreateWebhook(ctx, acme, admin, public)
+			require.NoError(t, err)
+			assert.False(t, w.Subscription.AllowPrivate, "recorded without the allowance")
+			w, err = l.CreateWebhook(ctx, models.AllTenants(), admin, loopback)
+			require.NoError(t, err, "an admin of every tenant may")
+			assert.True(t, w.Subscription.AllowPrivate)
+		})
 		t.Run("tenants", func(t *testing.T) {
 			_, err := l.CreateTenant(ctx, acme, admin, "initech")
 			assert.Equal(t, models.CodeInvalid, models.ErrorCode(err))

@@ -81,10 +81,16 @@ func normaliseEvents(events []string) ([]string, error) {
 
 // CreateWebhook subscribes a URL to a tenant's events, within scope s. The URL must be http or
 // https and, unless in.AllowPrivate, resolve only to public addresses; unknown event types are
-// refused. The subscription and its audit entry commit together.
+// refused. Only the unlimited scope (an admin of every tenant, the command line) may allow
+// private targets: a target inside the network is the operator's business, not a tenant's, so
+// a tenant admin's request is checked as if it had not asked. The subscription and its audit
+// entry commit together.
 func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in NewWebhook) (*CreatedWebhook, error) {
 	if !s.Allows(in.Tenant) {
 		return nil, errorf(CodeNotFound, "tenant %q does not exist", in.Tenant)
+	}
+	if !s.Unlimited() {
+		in.AllowPrivate = false
 	}
 	events, err := normaliseEvents(in.Events)
 	if err != nil {

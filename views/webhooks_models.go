@@ -9,6 +9,9 @@ type WebhooksPage struct {
 	Subscriptions []WebhookRow
 	TenantOptions []Option
 	EventTypes    []string
+	// MayAllowPrivate offers targets on loopback or private addresses: only to an admin of
+	// every tenant, since such a target reaches into the gateway's own network.
+	MayAllowPrivate bool
 	// Filters of the deliveries list.
 	StatusOptions []Option
 	TenantFilter  []Option

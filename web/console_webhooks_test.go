@@ -127,3 +127,40 @@ func TestConsoleWebhooks(t *testing.T) {
 		assert.Empty(t, p.TestIDs("delivery-redeliver"), "and cannot be redelivered")
 	})
 }
+
+// A tenant admin is not offered private webhook targets, and asking anyway meets the refusal a
+// target on loopback gets without the allowance: such targets reach into the operator's network.
+func TestTenantAdminCannotAllowPrivateTargets(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		con := consoletest.Start(t, d, consoletest.Options{})
+		con.Tenant(t, "acme")
+		browse := func(email string, tenants ...string) *consoletest.Browser {
+			pw := con.User(t, email, models.RoleAdmin, tenants...)
+			b := con.NewBrowser(t)
+			b.MustLogin(t, email, pw)
+			return b
+		}
+		ada, gil := browse("ada@example.com"), browse("gil@example.com", "acme")
+		loopback := func() url.Values {
+			return url.Values{"tenant": {"acme"}, "url": {"http://127.0.0.1:9/hook"}, "events": {"operation.succeeded"}}
+		}
+		refusal := func(b *consoletest.Browser, form url.Values) string {
+			t.Helper()
+			require.Equal(t, http.StatusOK, b.Get(t, "/admin/webhooks").Status)
+			p := b.Post(t, "/admin/webhooks", form)
+			require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+			return strings.Join(b.Get(t, "/admin/webhooks").TestIDs("notice"), " ")
+		}
+
+		assert.Len(t, ada.Get(t, "/admin/webhooks").TestIDs("webhook-allow-private"), 1, "offered to an admin of every tenant")
+		assert.Empty(t, gil.Get(t, "/admin/webhooks").TestIDs("webhook-allow-private"), "not offered to a tenant admin")
+		unasked := refusal(ada, loopback())
+		require.Contains(t, unasked, "--allow-private")
+		allowed := loopback()
+		allowed.Set("allow_private", "1")
+		assert.Equal(t, unasked, refusal(gil, allowed), "a tenant admin asking gets the refusal of not asking")
+		hooks, err := con.Ledger.Webhooks(t.Context(), models.AllTenants(), "")
+		require.NoError(t, err)
+		assert.Empty(t, hooks, "nothing was subscribed")
+	})
+}
