@@ -76,9 +76,9 @@ func TestMetricsFollowTheOperations(t *testing.T) {
 		exID := exhausted.JSON(t)["id"].(string)
 		gatewaytest.Eventually(t, 10*time.Second, "retries exhausted", func() bool { return opState(t, g, exID).State == models.StateFailedFinal })
 
-		scrape := g.Do(t, http.MethodGet, "/metrics", "", nil, "")
-		require.Equal(t, http.StatusOK, scrape.Status)
-		text := string(scrape.Body)
+		// Not on the public port: /metrics has a listener of its own.
+		require.Equal(t, http.StatusNotFound, g.Do(t, http.MethodGet, "/metrics", "", nil, "").Status)
+		text := g.Scrape(t)
 		assert.Equal(t, 3.0, metricValue(t, text, "idemgate_requests_total", `{outcome="created"}`))
 		assert.Equal(t, 1.0, metricValue(t, text, "idemgate_requests_total", `{outcome="replayed"}`))
 		assert.Equal(t, 1.0, metricValue(t, text, "idemgate_requests_total", `{outcome="mismatch"}`))

@@ -69,7 +69,7 @@ func toolBody(tool, params string) string { return `{"tool":"` + tool + `","para
 
 func conformService(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 	html := http.Header{"Accept": {"text/html"}}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
 		assert.Equal(t, http.StatusOK, c.send(t, g, req{method: http.MethodGet, path: path}).Status, path)
 	}
 	doc := c.send(t, g, req{method: http.MethodGet, path: "/openapi.json"})
@@ -125,6 +125,8 @@ func conformSubmit(t *testing.T, c *conformance, g *gatewaytest.Gateway, limited
 
 	r = c.send(t, g, submitReq(g.Key, "oas-create", toolBody("tickets.create", `{"subject":"Printer fine"}`), ""))
 	requireOperationProblem(t, requireProblem(t, g, r, http.StatusUnprocessableEntity, "idempotency-key-mismatch"), ops.created, "SUCCEEDED")
+	r = c.send(t, g, submitReq(g.Key, "compensate:"+ops.created, toolBody("tickets.create", ticketParams), ""))
+	requireProblem(t, g, r, http.StatusUnprocessableEntity, "idempotency-key-reserved")
 
 	ops.refund = requireOp(t, c.send(t, g, submitReq(g.Key, "oas-refund", toolBody("refunds.issue", refundParams), "")), http.StatusCreated)["id"].(string)
 
@@ -210,6 +212,8 @@ func conformCompensate(t *testing.T, c *conformance, g *gatewaytest.Gateway, lim
 	r := compensate(ops.created, g.Key, http.Header{"Idempotency-Key": {"oas-create"}}, false)
 	requireOperationProblem(t, requireProblem(t, g, r, http.StatusUnprocessableEntity, "idempotency-key-mismatch"), ops.created, "SUCCEEDED")
 	requireProblem(t, g, compensate(ops.created, g.Key, http.Header{"Idempotency-Key": {`""`}}, true), http.StatusBadRequest, "idempotency-key-invalid")
+	requireProblem(t, g, compensate(ops.created, g.Key, http.Header{"Idempotency-Key": {"compensate:" + ops.refund}}, false),
+		http.StatusUnprocessableEntity, "idempotency-key-reserved")
 	requireProblem(t, g, compensate(ops.created, g.Key, http.Header{"Idempotency-Key": {""}}, true), http.StatusBadRequest, "idempotency-key-missing")
 	requireProblem(t, g, compensate(ops.created, limited, nil, false), http.StatusForbidden, "tool-forbidden")
 	requireProblem(t, g, compensate("op_01JD7X4T6V8Q0W9M3K5N2P1R8S", g.Key, nil, false), http.StatusNotFound, "not-found")

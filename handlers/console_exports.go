@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/models"
@@ -56,7 +57,7 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	hdr.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	hdr.Set("Cache-Control", "no-store")
 	x := &export.Exporter{Ledger: h.Ledger, Catalog: h.Catalog}
-	_, err = x.Write(c.Request().Context(), c.Response(), export.Request{Format: format, Filter: f, Scope: v.Scope, Actor: v.Actor(), RequestID: RequestID(c)})
+	_, err = x.Write(c.Request().Context(), KeepWriting(c.Response(), exportWriteWait), export.Request{Format: format, Filter: f, Scope: v.Scope, Actor: v.Actor(), RequestID: RequestID(c)})
 	if err != nil && !c.Response().Committed {
 		// Nothing was sent: the filter was refused before the first byte.
 		hdr.Del(echo.HeaderContentDisposition)
@@ -69,6 +70,10 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	}
 	return nil
 }
+
+// exportWriteWait is how long a download may wait on a client that does not take the next
+// part of the export.
+const exportWriteWait = 30 * time.Second
 
 // exportsPage renders the export form, keeping what was chosen.
 func (h *Console) exportsPage(c echo.Context, v *Viewer, status int, problem string) error {

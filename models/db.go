@@ -28,6 +28,11 @@ const (
 // DefaultDSN is the embedded default: an SQLite file in the working directory (SPEC §9).
 const DefaultDSN = "idemgate.db"
 
+// IsPostgresURL reports whether dsn selects PostgreSQL (a postgres:// or postgresql:// URL).
+func IsPostgresURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
 // Open connects to the database named by dsn: a postgres:// or postgresql:// URL selects
 // PostgreSQL (the URL may name a primary and its standbys: see pgconn.go), anything else is an
 // SQLite file path (optionally prefixed with "sqlite:" or "file:"). It does not migrate; see
@@ -57,7 +62,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect,
 		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		TranslateError:         true,
 	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if IsPostgresURL(dsn) {
 		sqlDB, err := openPostgres(dsn, opts.QueryTracer)
 		if err != nil {
 			return nil, "", err

@@ -80,7 +80,12 @@ func TestSessionCookieFlags(t *testing.T) {
 		{"plain HTTP", consoletest.Options{}, nil, false},
 		{"TLS", consoletest.Options{TLS: true}, nil, true},
 		{"forwarded https ignored without a trusted proxy", consoletest.Options{}, map[string]string{"X-Forwarded-Proto": "https"}, false},
-		{"forwarded https behind a trusted proxy", consoletest.Options{TrustProxy: true}, map[string]string{"X-Forwarded-Proto": "https"}, true},
+		{"forwarded https ignored from a peer outside the proxies' ranges", consoletest.Options{TrustedProxies: proxies(t, "10.0.0.0/8,192.168.0.0/16")},
+			map[string]string{"X-Forwarded-Proto": "https"}, false},
+		{"forwarded https behind a trusted proxy", consoletest.Options{TrustedProxies: proxies(t, "127.0.0.0/8")},
+			map[string]string{"X-Forwarded-Proto": "https"}, true},
+		{"forwarded http behind a trusted proxy", consoletest.Options{TrustedProxies: proxies(t, "127.0.0.1")},
+			map[string]string{"X-Forwarded-Proto": "http"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +103,12 @@ func TestSessionCookieFlags(t *testing.T) {
 			assert.Equal(t, http.SameSiteLaxMode, ck.SameSite)
 			assert.Equal(t, "/", ck.Path)
 			assert.Equal(t, tc.wantSecure, ck.Secure, "Secure")
+			if tc.wantSecure {
+				assert.Equal(t, "max-age=31536000", p.Header.Get("Strict-Transport-Security"), "HSTS over HTTPS")
+			} else {
+				assert.Empty(t, p.Header.Get("Strict-Transport-Security"), "no HSTS over plain HTTP")
+			}
+			assert.Equal(t, "same-origin", p.Header.Get("Referrer-Policy"))
 			assert.LessOrEqual(t, ck.MaxAge, int((12 * time.Hour).Seconds()), "the cookie does not outlive the session")
 		})
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/idemgate/idemgate/static"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // consoleBodyLimit bounds console form posts: forms carry a few short fields.
@@ -26,9 +25,6 @@ func routes(e *echo.Echo, cfg Config) {
 
 	e.GET("/healthz", svc.Healthz)
 	e.GET("/readyz", svc.Readyz)
-	if cfg.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
-	}
 	e.GET("/problems", handlers.ProblemIndex)
 	e.GET("/problems/:slug", handlers.ProblemPage)
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))

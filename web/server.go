@@ -14,6 +14,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -32,7 +33,8 @@ type Config struct {
 	Ledger   *models.Ledger
 	Catalog  *catalog.Catalog
 	Executor *jobs.Executor
-	// Metrics, when set, is served at /metrics and counts every request.
+	// Metrics, when set, counts every request. It is not served here: /metrics has a
+	// listener of its own (telemetry.Metrics.Handler).
 	Metrics *telemetry.Metrics
 	// TracerProvider makes a server span per request (nil: none, though an incoming
 	// traceparent still reaches the attempts the request starts).
@@ -62,11 +64,12 @@ type Settings struct {
 	SessionLifetime time.Duration
 	// LoginLimits bound failed sign-ins (default models.DefaultLoginLimits).
 	LoginLimits models.LoginLimits
-	// TrustProxy says a reverse proxy terminates TLS in front of the server: its
-	// X-Forwarded-Proto decides the session cookie's Secure flag, and X-Forwarded-For the
-	// client address that failed sign-ins are counted by. Without it both headers are
+	// TrustedProxies are the reverse proxies in front of the server (--trust-proxy). From
+	// them only, X-Forwarded-Proto says whether the client came over HTTPS (the session
+	// cookie's Secure flag, Strict-Transport-Security) and X-Forwarded-For who the client is
+	// (failed sign-ins and refusals are counted by address). From anyone else both headers are
 	// ignored, because any client could send them.
-	TrustProxy bool
+	TrustedProxies TrustedProxies
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
 }
@@ -106,15 +109,12 @@ func New(cfg Config) *echo.Echo {
 	cfg = cfg.withDefaults()
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.IPExtractor = echo.ExtractIPDirect()
-	if cfg.TrustProxy {
-		e.IPExtractor = echo.ExtractIPFromXFFHeader()
-	}
+	e.IPExtractor = cfg.TrustedProxies.ipExtractor()
 	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))
-	e.Use(securityHeaders)
+	e.Use(securityHeaders(cfg.TrustedProxies))
 	if cfg.Metrics != nil {
 		e.Use(measure(cfg.Metrics))
 	}
@@ -132,15 +132,28 @@ func recoverer(log *slog.Logger) echo.MiddlewareFunc {
 	})
 }
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		if !strings.HasPrefix(c.Request().URL.Path, "/sandbox/") {
-			h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+// hstsMaxAge is how long a browser that reached the gateway over HTTPS keeps to HTTPS: a year.
+// No includeSubDomains: the gateway does not speak for its domain's other hosts.
+const hstsMaxAge = "max-age=31536000"
+
+// securityHeaders sets the headers every answer carries. Strict-Transport-Security only on
+// answers to HTTPS requests (over TLS, or a trusted proxy's X-Forwarded-Proto: https), as RFC
+// 6797 asks: over plain HTTP it would mean nothing, and a client must not be able to ask for it.
+func securityHeaders(proxies TrustedProxies) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Referrer-Policy", "same-origin")
+			if proxies.overHTTPS(c.Request()) {
+				h.Set("Strict-Transport-Security", hstsMaxAge)
+			}
+			if !strings.HasPrefix(c.Request().URL.Path, "/sandbox/") {
+				h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+			}
+			return next(c)
 		}
-		return next(c)
 	}
 }
 
@@ -230,11 +243,29 @@ func render(c echo.Context, status int, comp templ.Component) error {
 	return comp.Render(c.Request().Context(), c.Response())
 }
 
-// Serve serves e on ln until ctx ends, then shuts down gracefully: it stops accepting and
+// Timeouts bound how long the server waits on a client, so that slow or idle connections
+// cannot pile up: for the request's headers, for the whole request, for the answer (counted
+// from the end of the headers), and between requests on a kept-alive connection.
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultTimeouts are serve's. The write timeout leaves room for the longest wait an agent may
+// ask for (Prefer: wait=60, or an MCP call's idemgate/wait) and the answer after it; an export
+// download, which may stream for longer, extends its own deadline as it makes progress
+// (handlers.KeepWriting).
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second,
+	Write: headers.MaxWait + 30*time.Second, Idle: 120 * time.Second}
+
+// NewServer returns the HTTP server of h with timeouts t.
+func NewServer(h http.Handler, t Timeouts) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
+
+// Serve serves srv on ln until ctx ends, then shuts down gracefully: it stops accepting and
 // lets requests in flight finish for up to grace, then closes what remains.
-func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, grace time.Duration) error {
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	e.Server = srv
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -57,7 +56,7 @@ type sessionManager struct {
 	ledger         *models.Ledger
 	now            func() time.Time
 	idle, lifetime time.Duration
-	trustProxy     bool
+	proxies        TrustedProxies
 	log            *slog.Logger
 }
 
@@ -74,7 +73,7 @@ type requestSession struct {
 func newSessionManager(cfg Config) *sessionManager {
 	hashKey, blockKey := cookieKeys(cfg.SessionKey)
 	m := &sessionManager{store: sessions.NewCookieStore(hashKey, blockKey), ledger: cfg.Ledger, now: cfg.Now,
-		idle: cfg.SessionIdle, lifetime: cfg.SessionLifetime, trustProxy: cfg.TrustProxy, log: cfg.Log}
+		idle: cfg.SessionIdle, lifetime: cfg.SessionLifetime, proxies: cfg.TrustedProxies, log: cfg.Log}
 	m.store.MaxAge(int(m.lifetime.Seconds()))
 	return m
 }
@@ -127,11 +126,9 @@ func (m *sessionManager) save(c echo.Context, rs *requestSession) {
 }
 
 // secure reports whether the cookie may only travel over HTTPS: when this request came over
-// TLS, or, with TrustProxy, when the proxy in front says it did (X-Forwarded-Proto: https).
-// Without TrustProxy the header is ignored, since any client could send it.
-func (m *sessionManager) secure(r *http.Request) bool {
-	return r.TLS != nil || (m.trustProxy && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
-}
+// TLS, or through a trusted proxy that says it did (X-Forwarded-Proto: https). From anyone
+// else the header is ignored, since any client could send it.
+func (m *sessionManager) secure(r *http.Request) bool { return m.proxies.overHTTPS(r) }
 
 func (rs *requestSession) csrf() string {
 	t, _ := rs.s.Values[valCSRF].(string)

@@ -23,9 +23,11 @@ func main() {
 const usage = `idemgate — an execution gateway that makes agents' state-changing tool calls safe to retry.
 
 Usage:
-  idemgate serve [--demo] [--addr ADDR] [--tools FILE] [--trust-proxy] [--webhook-retention D]
+  idemgate serve [--demo [--demo-force]] [--addr ADDR] [--tools FILE] [--metrics-addr ADDR]
+                 [--trust-proxy RANGES] [--webhook-retention D]
                                                           run the API, console and recovery jobs
-  idemgate worker [--tools FILE] [--webhook-retention D]  run the recovery jobs only
+  idemgate worker [--tools FILE] [--metrics-addr ADDR] [--webhook-retention D]
+                                                          run the recovery jobs only
   idemgate migrate                                        apply pending schema migrations
   idemgate tenant create NAME
   idemgate apikey create --tenant NAME --principal NAME [--tools a,b|*]
@@ -49,9 +51,12 @@ Environment:
   IDEMGATE_ADDR          listen address (default 127.0.0.1:8080)
   IDEMGATE_TOOLS         tools file (default: the built-in demo catalogue)
   IDEMGATE_DEMO=1        same as --demo
+  IDEMGATE_DEMO_FORCE=1  same as --demo-force (allow --demo on PostgreSQL)
+  IDEMGATE_METRICS_ADDR  same as --metrics-addr: where /metrics listens (default: not served)
   IDEMGATE_SESSION_KEY   secret (32+ characters) for console session cookies (default: one
                          generated and kept in the database)
-  IDEMGATE_TRUST_PROXY=1 same as serve --trust-proxy
+  IDEMGATE_TRUST_PROXY   same as serve --trust-proxy: the proxies' address ranges,
+                         e.g. 10.0.0.0/8,192.168.0.0/16 (default: none trusted)
   IDEMGATE_DATA_KEY      base64 of 32 random bytes: seals sensitive params at rest (AES-256-GCM)
   IDEMGATE_DATA_KEYS_OLD earlier data keys, comma-separated: still open what they sealed
   IDEMGATE_LOG_LEVEL     debug, info, warn or error (default info)

@@ -160,26 +160,33 @@ func TestAdminCommands(t *testing.T) {
 
 // server is one `idemgate serve` running in a goroutine.
 type server struct {
-	url    string
-	apiKey string
-	stdout *syncBuffer
-	stderr *syncBuffer
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run has returned, with its error in err
-	err    error
+	url        string
+	metricsURL string
+	apiKey     string
+	stdout     *syncBuffer
+	stderr     *syncBuffer
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when run has returned, with its error in err
+	err        error
 }
 
 var listeningRE = regexp.MustCompile(`idemgate listening on (http://\S+)`)
+var metricsRE = regexp.MustCompile(`metrics at (http://\S+)`)
 var demoKeyRE = regexp.MustCompile(`API key:\s+(idg_\S+)`)
 
-// startServe runs `serve --demo` on a free port and waits for it to say where it listens.
+// startServe runs `serve --demo` on a free port, with /metrics on another, and waits for it to
+// say where it listens. On PostgreSQL the demo needs --demo-force.
 func startServe(t *testing.T, dsn string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
+	args := []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}
+	if models.IsPostgresURL(dsn) {
+		args = append(args, "--demo-force")
+	}
 	go func() {
 		defer close(s.done)
-		s.err = run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0"}, envFor(dsn), strings.NewReader(""), s.stdout, s.stderr)
+		s.err = run(ctx, args, envFor(dsn), strings.NewReader(""), s.stdout, s.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -205,6 +212,9 @@ func startServe(t *testing.T, dsn string) *server {
 	m := demoKeyRE.FindStringSubmatch(s.stdout.String())
 	require.NotNil(t, m, "serve --demo prints the demo API key:\n%s", s.stdout)
 	s.apiKey = m[1]
+	m = metricsRE.FindStringSubmatch(s.stdout.String())
+	require.NotNil(t, m, "serve --metrics-addr prints where /metrics is:\n%s", s.stdout)
+	s.metricsURL = m[1]
 	return s
 }
 
@@ -260,7 +270,10 @@ func TestServeDemo(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			a := s.do(t, client, http.MethodGet, path, nil, "")
 			assert.Equal(t, http.StatusOK, a.status, "%s: %s", path, a.body)
+			assert.Equal(t, "same-origin", a.header.Get("Referrer-Policy"))
+			assert.Empty(t, a.header.Get("Strict-Transport-Security"), "plain HTTP, no proxy trusted")
 		}
+		assert.Equal(t, http.StatusNotFound, s.do(t, client, http.MethodGet, "/metrics", nil, "").status, "not on the public port")
 
 		refund := `{"tool":"refunds.issue","params":{"order_id":"1042","amount_cents":1999,"currency":"EUR"}}`
 		h := map[string]string{"Authorization": "Bearer " + s.apiKey, "Idempotency-Key": "order-1042:refund", "Content-Type": "application/json"}
@@ -282,6 +295,14 @@ func TestServeDemo(t *testing.T) {
 		require.NoError(t, json.Unmarshal(stats.body, &st), string(stats.body))
 		assert.Equal(t, 1, st.Committed["refunds"], "one refund for two requests")
 
+		resp, err := client.Get(s.metricsURL)
+		require.NoError(t, err)
+		scraped, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, string(scraped), `idemgate_requests_total{outcome="created"} 1`, "the metrics listener serves the gateway's metrics")
+
 		client.CloseIdleConnections()
 		s.stop(t)
 
@@ -292,4 +313,36 @@ func TestServeDemo(t *testing.T) {
 		client.CloseIdleConnections()
 		again.stop(t)
 	})
+}
+
+// serve refuses settings that would expose a production ledger: the demo's known logins on
+// PostgreSQL without --demo-force, and the old --trust-proxy switch that named no proxy. It
+// refuses before it touches the database or listens.
+func TestServeRefusesUnsafeSettings(t *testing.T) {
+	dsn := testdb.DSN(t, models.Postgres)
+	r := runCommand(t, dsn, "serve", "--demo", "--addr", "127.0.0.1:0")
+	require.Error(t, r.err)
+	assert.Contains(t, r.err.Error(), "--demo-force")
+	db, d, err := models.Open(t.Context(), dsn)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	defer sqlDB.Close()
+	require.NoError(t, models.Migrate(t.Context(), db, d))
+	tenants, err := models.New(models.Config{DB: db, Dialect: d}).ScopedTenants(t.Context(), models.AllTenants())
+	require.NoError(t, err)
+	assert.Empty(t, tenants, "no demo tenant, key or login was created")
+
+	for _, args := range [][]string{{"serve", "--trust-proxy", "1"}, {"serve", "--trust-proxy", "true"}, {"serve", "--trust-proxy", "proxy.internal"}} {
+		r := runCommand(t, dsn, append(args, "--addr", "127.0.0.1:0")...)
+		require.Error(t, r.err, args)
+		assert.Contains(t, r.err.Error(), "--trust-proxy", args)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	env := func(k string) string {
+		return map[string]string{"IDEMGATE_DATABASE_URL": dsn, "IDEMGATE_TRUST_PROXY": "1"}[k]
+	}
+	err = run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, env, strings.NewReader(""), io.Discard, io.Discard)
+	require.Error(t, err, "IDEMGATE_TRUST_PROXY=1 is refused too")
+	assert.Contains(t, err.Error(), "127.0.0.1/32")
 }

@@ -22,35 +22,75 @@ import (
 // shutdownGrace is how long requests and attempts in flight may take to finish at shutdown.
 const shutdownGrace = 10 * time.Second
 
+// serveFlags are the settings of serve and worker.
+type serveFlags struct {
+	demo, demoForce   bool
+	addr, metricsAddr string
+	toolsFile         string
+	rateLimit         float64
+	poll, leaseMargin time.Duration
+	webhookWindow     time.Duration
+	webhookRetention  time.Duration
+	trustProxy        string
+	trustedProxies    web.TrustedProxies
+}
+
+func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := newFlagSet("serve", env.stderr)
+	fs.BoolVar(&f.demo, "demo", env.getenv("IDEMGATE_DEMO") == "1", "create a demo tenant, API key and sandbox downstream")
+	fs.BoolVar(&f.demoForce, "demo-force", env.getenv("IDEMGATE_DEMO_FORCE") == "1", "allow --demo on a PostgreSQL database")
+	fs.StringVar(&f.addr, "addr", orDefault(env.getenv("IDEMGATE_ADDR"), "127.0.0.1:8080"), "listen address")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", env.getenv("IDEMGATE_METRICS_ADDR"), "listen address of /metrics (default: not served)")
+	fs.StringVar(&f.toolsFile, "tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
+	fs.Float64Var(&f.rateLimit, "rate-limit", 100, "requests per second per principal (0: unlimited)")
+	fs.DurationVar(&f.poll, "poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
+	fs.DurationVar(&f.leaseMargin, "lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
+	fs.DurationVar(&f.webhookWindow, "webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
+	fs.DurationVar(&f.webhookRetention, "webhook-retention", jobs.DefaultWebhookRetention,
+		"how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
+	fs.StringVar(&f.trustProxy, "trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY"),
+		"address ranges of the reverse proxies in front (e.g. 10.0.0.0/8,192.168.0.0/16): their X-Forwarded-Proto and X-Forwarded-For are believed")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if f.trustedProxies, err = web.ParseTrustedProxies(f.trustProxy); err != nil {
+		return nil, err
+	}
+	if withHTTP && f.demo && !f.demoForce && models.IsPostgresURL(env.getenv("IDEMGATE_DATABASE_URL")) {
+		return nil, fmt.Errorf("--demo creates a demo tenant, an API key and a reviewer login with a known password; " +
+			"IDEMGATE_DATABASE_URL names a PostgreSQL database, which is where production ledgers live. " +
+			"Use --demo on SQLite, or add --demo-force if this database is only for trying idemgate out")
+	}
+	return f, nil
+}
+
 // serve runs `idemgate serve` (withHTTP) or `idemgate worker`.
 func (env *environment) serve(ctx context.Context, args []string, withHTTP bool) error {
-	fs := newFlagSet("serve", env.stderr)
-	demo := fs.Bool("demo", env.getenv("IDEMGATE_DEMO") == "1", "create a demo tenant, API key and sandbox downstream")
-	addr := fs.String("addr", orDefault(env.getenv("IDEMGATE_ADDR"), "127.0.0.1:8080"), "listen address")
-	toolsFile := fs.String("tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
-	rateLimit := fs.Float64("rate-limit", 100, "requests per second per principal (0: unlimited)")
-	poll := fs.Duration("poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
-	leaseMargin := fs.Duration("lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
-	webhookWindow := fs.Duration("webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
-	webhookRetention := fs.Duration("webhook-retention", jobs.DefaultWebhookRetention, "how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
-	trustProxy := fs.Bool("trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY") == "1", "a reverse proxy terminates TLS: trust its X-Forwarded-Proto and X-Forwarded-For")
-	if err := fs.Parse(args); err != nil {
+	f, err := env.parseServeFlags(args, withHTTP)
+	if err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL"))
 	gctune.Apply(env.getenv)
 
-	var ln net.Listener
-	baseURL := "http://" + *addr
+	var ln, metricsLn net.Listener
+	baseURL := "http://" + f.addr
 	if withHTTP {
-		var err error
-		if ln, err = net.Listen("tcp", *addr); err != nil {
-			return fmt.Errorf("listen on %s: %w", *addr, err)
+		if ln, err = net.Listen("tcp", f.addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", f.addr, err)
 		}
 		defer ln.Close()
 		baseURL = "http://" + ln.Addr().String()
 	}
-	cat, err := loadCatalog(*toolsFile, baseURL+"/sandbox")
+	if f.metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", f.metricsAddr); err != nil {
+			return fmt.Errorf("listen on %s for /metrics: %w", f.metricsAddr, err)
+		}
+		defer metricsLn.Close()
+	}
+	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox")
 	if err != nil {
 		return err
 	}
@@ -76,15 +116,15 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		}
 	}()
 	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
-		Log: log, TracerProvider: tracing, LeaseMargin: *leaseMargin, DataKeys: dataKeys,
-		Jobs: app.Jobs{Dispatch: true, Poll: *poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(*webhookRetention)},
-			Publish: true, WebhookWindow: *webhookWindow}}
+		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
+		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention)},
+			Publish: true, WebhookWindow: f.webhookWindow}}
 	if withHTTP {
-		cfg.HTTP = &web.Settings{RateLimit: *rateLimit, TrustProxy: *trustProxy}
+		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies}
 		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
 			return err
 		}
-		if *demo {
+		if f.demo {
 			cfg.HTTP.Sandbox = sandbox.New()
 		}
 	}
@@ -92,7 +132,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	if err != nil {
 		return err
 	}
-	if withHTTP && *demo {
+	if withHTTP && f.demo {
 		if err := env.setUpDemo(ctx, gw.Ledger, baseURL); err != nil {
 			return err
 		}
@@ -101,10 +141,16 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { gw.Run(gctx); return nil })
 	if withHTTP {
-		g.Go(func() error { return web.Serve(gctx, gw.HTTP, ln, shutdownGrace) })
+		g.Go(func() error { return web.Serve(gctx, web.NewServer(gw.HTTP, web.DefaultTimeouts), ln, shutdownGrace) })
 		fmt.Fprintf(env.stdout, "idemgate listening on %s (worker %s, %s ledger)\n", baseURL, gw.Executor.Worker(), dialect)
 	} else {
 		fmt.Fprintf(env.stdout, "idemgate worker %s running (%s ledger)\n", gw.Executor.Worker(), dialect)
+	}
+	if metricsLn != nil {
+		g.Go(func() error {
+			return web.Serve(gctx, web.NewServer(gw.Metrics.Handler(), web.DefaultTimeouts), metricsLn, shutdownGrace)
+		})
+		fmt.Fprintf(env.stdout, "metrics at http://%s/metrics\n", metricsLn.Addr())
 	}
 	err = g.Wait()
 	// HTTP has stopped and the dispatcher claims nothing more; let attempts in flight finish.

@@ -64,8 +64,10 @@ type Options struct {
 	SessionIdle     time.Duration
 	SessionLifetime time.Duration
 	TLS             bool // serve over HTTPS (httptest's certificate)
-	TrustProxy      bool
-	ReviewRefresh   time.Duration
+	// TrustedProxies are the proxies the console believes X-Forwarded-* from; the test's own
+	// requests come from 127.0.0.1.
+	TrustedProxies web.TrustedProxies
+	ReviewRefresh  time.Duration
 	// Downstream runs the sandbox downstream and a dispatcher with the executor, so that
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
@@ -126,7 +128,7 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
 			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
-			TrustProxy: opts.TrustProxy, ReviewRefresh: opts.ReviewRefresh}})
+			TrustedProxies: opts.TrustedProxies, ReviewRefresh: opts.ReviewRefresh}})
 	if err != nil {
 		cancel()
 		t.Fatalf("consoletest: %v", err)

@@ -118,15 +118,17 @@ tools:
 
 // Gateway is a running gateway under test.
 type Gateway struct {
-	URL      string
-	Key      string // an API key of tenant "acme" for every tool
-	Tenant   string
-	Ledger   *models.Ledger
-	Sandbox  *sandbox.Sandbox
-	Catalog  *catalog.Catalog
-	Executor *jobs.Executor
-	Metrics  *telemetry.Metrics
-	Client   *http.Client
+	URL string
+	// MetricsURL serves /metrics, on a listener of its own as serve --metrics-addr does.
+	MetricsURL string
+	Key        string // an API key of tenant "acme" for every tool
+	Tenant     string
+	Ledger     *models.Ledger
+	Sandbox    *sandbox.Sandbox
+	Catalog    *catalog.Catalog
+	Executor   *jobs.Executor
+	Metrics    *telemetry.Metrics
+	Client     *http.Client
 }
 
 // Options change what Start runs.
@@ -192,8 +194,10 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	done := make(chan struct{})
 	go func() { gw.Run(ctx); close(done) }()
 	srv := httptest.NewServer(gw.HTTP)
+	metrics := httptest.NewServer(gw.Metrics.Handler()) // its own listener, as serve --metrics-addr
 	t.Cleanup(func() {
 		srv.Close()
+		metrics.Close()
 		cancel()
 		<-done
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -202,7 +206,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		sb.ClearFaults()
 		sbSrv.Close()
 	})
-	g := &Gateway{URL: srv.URL, Tenant: "acme", Ledger: gw.Ledger, Sandbox: sb, Catalog: cat, Executor: gw.Executor,
+	g := &Gateway{URL: srv.URL, MetricsURL: metrics.URL, Tenant: "acme", Ledger: gw.Ledger, Sandbox: sb, Catalog: cat, Executor: gw.Executor,
 		Metrics: gw.Metrics, Client: &http.Client{Timeout: 90 * time.Second}}
 	g.Key = g.NewTenant(t, "acme", "agent", nil)
 	return g
@@ -280,6 +284,21 @@ func (g *Gateway) Submit(t testing.TB, idemKey, tool, params string, header map[
 		h[k] = v
 	}
 	return g.Do(t, http.MethodPost, "/v1/operations", g.Key, h, `{"tool":"`+tool+`","params":`+params+`}`)
+}
+
+// Scrape reads /metrics from the metrics listener, as Prometheus would.
+func (g *Gateway) Scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := g.Client.Get(g.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatalf("gatewaytest: scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("gatewaytest: scrape: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
 }
 
 // Count returns how many operations the ledger holds, across tenants.

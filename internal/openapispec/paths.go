@@ -27,8 +27,6 @@ func paths() obj {
 			code(200), jsonResponse("Ready.", schemaRef("Readiness"), nil),
 			code(503), jsonResponse("Not ready: the ledger is unreachable or its schema is not current.", schemaRef("Readiness"),
 				o("Retry-After", headerRef("Retry-After"))))),
-		"/metrics", o("get", service("metrics", "Prometheus metrics", "The Prometheus text exposition format.",
-			code(200), o("description", "Metrics.", "content", o("text/plain", o("schema", o("type", "string")))))),
 		"/openapi.json", o("get", service("openapi", "This document", "The OpenAPI 3.1 document of this API.",
 			code(200), jsonResponse("The document.", freeObject, nil))),
 		"/problems", o("get", service("problemIndex", "Problem types", "A page listing every problem type.",

@@ -41,7 +41,7 @@ func document() obj {
 			o("name", "operations", "description", "Operations: record, run, read, cancel, compensate."),
 			o("name", "tools", "description", "The tool catalogue, in several formats."),
 			o("name", "mcp", "description", "The Model Context Protocol endpoint."),
-			o("name", "service", "description", "Probes, metrics and documentation; no API key."),
+			o("name", "service", "description", "Probes and documentation; no API key. (Metrics are served on a listener of their own: serve --metrics-addr.)"),
 		),
 		"security", list(o("bearer", list())),
 		"paths", paths(),

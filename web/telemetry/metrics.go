@@ -6,11 +6,13 @@ package telemetry
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/idemgate/idemgate/models"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics is the gateway's metric set, on a registry of its own (no global state).
@@ -50,6 +52,15 @@ func New(tools []string, log *slog.Logger) *Metrics {
 	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
 	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
 	return m
+}
+
+// Handler serves the metrics at /metrics, and nothing else: it is served on a listener of its
+// own (serve --metrics-addr), never on the public port, since the metrics say how busy each
+// tool is and how the ledger fares.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return mux
 }
 
 type promFactory struct{ reg *prometheus.Registry }
