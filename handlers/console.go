@@ -28,6 +28,9 @@ type Console struct {
 	Log *slog.Logger
 	// Limits bound failed sign-ins.
 	Limits models.LoginLimits
+	// Refusals records the refusals anyone can cause (failed sign-ins, forbidden pages)
+	// within a budget; nil records none.
+	Refusals *RefusalBudget
 	// Now is the clock pages measure ages against.
 	Now func() time.Time
 	// RefreshEvery is how often the review queue reloads its list (default 15 s).

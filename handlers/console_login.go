@@ -63,7 +63,7 @@ func (h *Console) Login(c echo.Context) error {
 // recordFailedLogin writes the audit entry of a refused sign-in: the address it came from and
 // the email tried, never the password.
 func (h *Console) recordFailedLogin(c echo.Context, email, refusal string) {
-	RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: models.AnonymousActor(c.RealIP()), Action: models.AuditLoginFailed,
+	h.Refusals.Record(c, models.AuditInput{Actor: models.AnonymousActor(c.RealIP()), Action: models.AuditLoginFailed,
 		Detail: map[string]any{"email": strings.ToLower(email), "ip": c.RealIP(), "refusal": refusal}})
 }
 

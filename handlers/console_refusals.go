@@ -28,17 +28,17 @@ func RecordRefusal(c echo.Context, l *models.Ledger, log *slog.Logger, in models
 	}
 }
 
-// Forbid records that v's role does not allow the request and returns the 403 answer, with a
-// message written for v.
-func Forbid(c echo.Context, l *models.Ledger, log *slog.Logger, v *Viewer, message string) error {
-	RecordRefusal(c, l, log, models.AuditInput{Actor: v.Actor(), Action: models.AuditForbidden,
+// Forbid records, within budget b, that v's role does not allow the request and returns the
+// 403 answer, with a message written for v.
+func Forbid(c echo.Context, b *RefusalBudget, v *Viewer, message string) error {
+	b.Record(c, models.AuditInput{Actor: v.Actor(), Action: models.AuditForbidden,
 		Detail: map[string]any{"method": c.Request().Method, "path": c.Request().URL.Path, "role": string(v.Role), "refusal": message}})
 	return echo.NewHTTPError(http.StatusForbidden, message)
 }
 
 // forbid is Forbid with the console's ledger and log.
 func (h *Console) forbid(c echo.Context, v *Viewer, message string) error {
-	return Forbid(c, h.Ledger, h.Log, v, message)
+	return Forbid(c, h.Refusals, v, message)
 }
 
 func logger(l *slog.Logger) *slog.Logger {

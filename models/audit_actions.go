@@ -31,10 +31,17 @@ const (
 	AuditCSRFRefused = "console.csrf"
 	// AuditForbidden is a console request the user's role or scope does not allow.
 	AuditForbidden = "console.forbidden"
+
+	// AuditRefusalsDropped sums up the refused requests that were not recorded one by one,
+	// because too many came from one address or from all together.
+	AuditRefusalsDropped = "audit.refusals_dropped"
 )
 
 // ActorCLI is the actor of changes made with the idemgate command.
 const ActorCLI = "cli"
+
+// ActorGateway is the actor of the entries the gateway writes about itself.
+const ActorGateway = "gateway"
 
 // AnonymousActor is the actor of a request nobody is signed in for, named by its address.
 func AnonymousActor(ip string) string { return "anonymous:" + ip }

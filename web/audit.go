@@ -9,7 +9,6 @@ import (
 	"github.com/idemgate/idemgate/handlers/problems"
 	"github.com/idemgate/idemgate/models"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 )
 
 // API refusals worth investigating (SPEC §8), by problem type.
@@ -19,17 +18,18 @@ var auditedRefusals = map[string]string{
 	problems.IdempotencyKeyMismatch: "api.key_mismatch",
 }
 
-// refusalAuditor writes the audit entries of refused API requests. Anonymous refusals are
-// rate-limited: a flood of bad keys must not grow the log, and the serialised chain, without
-// bound; what the limit drops is logged instead.
+// refusalAuditor writes the audit entries of refused API requests. Anonymous refusals go
+// through the refusal budget, per address and in all: a flood of bad keys must not grow the
+// log, and the serialised chain, without bound, and one client must not use up the budget of
+// the others; what the budget drops is summed up in one entry.
 type refusalAuditor struct {
 	ledger    *models.Ledger
 	log       *slog.Logger
-	anonymous *rate.Limiter
+	anonymous *handlers.RefusalBudget
 }
 
-func newRefusalAuditor(l *models.Ledger, log *slog.Logger) *refusalAuditor {
-	return &refusalAuditor{ledger: l, log: log, anonymous: rate.NewLimiter(20, 40)}
+func newRefusalAuditor(l *models.Ledger, log *slog.Logger, anonymous *handlers.RefusalBudget) *refusalAuditor {
+	return &refusalAuditor{ledger: l, log: log, anonymous: anonymous}
 }
 
 // record audits p if it is a refusal worth investigating.
@@ -44,10 +44,8 @@ func (a *refusalAuditor) record(c echo.Context, p *handlers.Problem, reqID strin
 		in.Actor, in.Tenant = caller.Actor(), caller.Tenant
 	} else {
 		in.Actor = models.AnonymousActor(c.RealIP())
-		if !a.anonymous.Allow() {
-			a.log.Warn("refused request not audited: too many anonymous refusals", "problem", p.Slug, "request_id", reqID)
-			return
-		}
+		a.anonymous.Record(c, in)
+		return
 	}
 	// The operation concerned, even when the answer hid it from the caller (a key taken by a
 	// tool the caller may not use): the audit log is for the people investigating.

@@ -27,7 +27,7 @@ func (m *sessionManager) requireRole(message string, roles ...models.Role) echo.
 				return echo.NewHTTPError(http.StatusForbidden, message)
 			}
 			if !slices.Contains(roles, v.Role) {
-				return handlers.Forbid(c, m.ledger, m.log, v, message)
+				return handlers.Forbid(c, m.refusals, v, message)
 			}
 			return next(c)
 		}
@@ -47,6 +47,6 @@ func (m *sessionManager) recordCSRFRefusal(c echo.Context, rs *requestSession, m
 	if missing {
 		refusal = "no CSRF token"
 	}
-	handlers.RecordRefusal(c, m.ledger, m.log, models.AuditInput{Actor: actor, Action: models.AuditCSRFRefused,
+	m.refusals.Record(c, models.AuditInput{Actor: actor, Action: models.AuditCSRFRefused,
 		Detail: map[string]any{"method": c.Request().Method, "path": c.Request().URL.Path, "ip": c.RealIP(), "refusal": refusal}})
 }

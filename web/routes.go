@@ -15,7 +15,7 @@ import (
 const consoleBodyLimit = "64K"
 
 // routes lists every route of the gateway, in one place.
-func routes(e *echo.Echo, cfg Config) {
+func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	api := &handlers.API{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Executor: cfg.Executor,
 		Limiter: handlers.NewRateLimiter(cfg.RateLimit, cfg.RateBurst)}
 	if cfg.Metrics != nil {
@@ -45,8 +45,8 @@ func routes(e *echo.Echo, cfg Config) {
 	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
 	// posts; all but the sign-in page need a signed-in user; review actions need a reviewer
 	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
-	sm := newSessionManager(cfg)
-	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now,
+	sm := newSessionManager(cfg, refusals)
+	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
 		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log}
 	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})

@@ -64,6 +64,9 @@ type Settings struct {
 	SessionLifetime time.Duration
 	// LoginLimits bound failed sign-ins (default models.DefaultLoginLimits).
 	LoginLimits models.LoginLimits
+	// RefusalLimits bound the refusals anyone can cause that reach the audit log (default
+	// handlers.DefaultRefusalLimits).
+	RefusalLimits handlers.RefusalLimits
 	// TrustedProxies are the reverse proxies in front of the server (--trust-proxy). From
 	// them only, X-Forwarded-Proto says whether the client came over HTTPS (the session
 	// cookie's Secure flag, Strict-Transport-Security) and X-Forwarded-For who the client is
@@ -110,7 +113,8 @@ func New(cfg Config) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = cfg.TrustedProxies.ipExtractor()
-	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log))
+	refusals := handlers.NewRefusalBudget(cfg.Ledger, cfg.Log, cfg.RefusalLimits)
+	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log, refusals))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))
@@ -118,7 +122,7 @@ func New(cfg Config) *echo.Echo {
 	if cfg.Metrics != nil {
 		e.Use(measure(cfg.Metrics))
 	}
-	routes(e, cfg)
+	routes(e, cfg, refusals)
 	return e
 }
 

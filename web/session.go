@@ -57,6 +57,7 @@ type sessionManager struct {
 	now            func() time.Time
 	idle, lifetime time.Duration
 	proxies        TrustedProxies
+	refusals       *handlers.RefusalBudget
 	log            *slog.Logger
 }
 
@@ -70,10 +71,10 @@ type requestSession struct {
 	delete bool
 }
 
-func newSessionManager(cfg Config) *sessionManager {
+func newSessionManager(cfg Config, refusals *handlers.RefusalBudget) *sessionManager {
 	hashKey, blockKey := cookieKeys(cfg.SessionKey)
 	m := &sessionManager{store: sessions.NewCookieStore(hashKey, blockKey), ledger: cfg.Ledger, now: cfg.Now,
-		idle: cfg.SessionIdle, lifetime: cfg.SessionLifetime, proxies: cfg.TrustedProxies, log: cfg.Log}
+		idle: cfg.SessionIdle, lifetime: cfg.SessionLifetime, proxies: cfg.TrustedProxies, refusals: refusals, log: cfg.Log}
 	m.store.MaxAge(int(m.lifetime.Seconds()))
 	return m
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/sandbox"
@@ -68,6 +69,8 @@ type Options struct {
 	// requests come from 127.0.0.1.
 	TrustedProxies web.TrustedProxies
 	ReviewRefresh  time.Duration
+	// RefusalLimits bound the refusals recorded in the audit log (default: the gateway's).
+	RefusalLimits handlers.RefusalLimits
 	// Downstream runs the sandbox downstream and a dispatcher with the executor, so that
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
@@ -128,7 +131,7 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
 			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
-			TrustedProxies: opts.TrustedProxies, ReviewRefresh: opts.ReviewRefresh}})
+			TrustedProxies: opts.TrustedProxies, RefusalLimits: opts.RefusalLimits, ReviewRefresh: opts.ReviewRefresh}})
 	if err != nil {
 		cancel()
 		t.Fatalf("consoletest: %v", err)
