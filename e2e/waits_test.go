@@ -232,7 +232,7 @@ func TestCancelPendingRetry(t *testing.T) {
 // waitsEnded reads idemgate_waits_total from the gateway's metrics, by what ended the waits.
 func waitsEnded(t *testing.T, g *gatewaytest.Gateway) map[string]float64 {
 	t.Helper()
-	text := string(g.Do(t, http.MethodGet, "/metrics", "", nil, "").Body)
+	text := g.Scrape(t)
 	out := map[string]float64{}
 	for _, by := range []string{jobs.WaitNotified, jobs.WaitPolled, jobs.WaitDeadline, jobs.WaitCancelled} {
 		out[by] = metricValue(t, text, "idemgate_waits_total", `{ended_by="`+by+`"}`)

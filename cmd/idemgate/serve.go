@@ -140,17 +140,18 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { gw.Run(gctx); return nil })
+	if metricsLn != nil {
+		// Said before the line that says the process is ready, so a reader has both then.
+		g.Go(func() error {
+			return web.Serve(gctx, web.NewServer(gw.Metrics.Handler(), web.DefaultTimeouts), metricsLn, shutdownGrace)
+		})
+		fmt.Fprintf(env.stdout, "metrics at http://%s/metrics\n", metricsLn.Addr())
+	}
 	if withHTTP {
 		g.Go(func() error { return web.Serve(gctx, web.NewServer(gw.HTTP, web.DefaultTimeouts), ln, shutdownGrace) })
 		fmt.Fprintf(env.stdout, "idemgate listening on %s (worker %s, %s ledger)\n", baseURL, gw.Executor.Worker(), dialect)
 	} else {
 		fmt.Fprintf(env.stdout, "idemgate worker %s running (%s ledger)\n", gw.Executor.Worker(), dialect)
-	}
-	if metricsLn != nil {
-		g.Go(func() error {
-			return web.Serve(gctx, web.NewServer(gw.Metrics.Handler(), web.DefaultTimeouts), metricsLn, shutdownGrace)
-		})
-		fmt.Fprintf(env.stdout, "metrics at http://%s/metrics\n", metricsLn.Addr())
 	}
 	err = g.Wait()
 	// HTTP has stopped and the dispatcher claims nothing more; let attempts in flight finish.

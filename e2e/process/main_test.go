@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 
 // Common gateway flags: short leases and fast polling, so recovery happens within a test's
 // patience; no rate limit, the tests are the only callers.
-var serveFlags = []string{"--addr", "127.0.0.1:0", "--lease-margin", "1s", "--poll", "50ms", "--rate-limit", "0"}
+var serveFlags = []string{"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--lease-margin", "1s", "--poll", "50ms", "--rate-limit", "0"}
 
 // toolsYAML is the test catalogue. $SANDBOX is the sandbox URL, $TIMEOUT the HTTP timeout of
 // the ordinary tools, $ESCALATE their escalate_after; $EXTRA appends more tools.

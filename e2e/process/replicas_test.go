@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/proctest"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
@@ -22,7 +23,8 @@ import (
 // the attempt wake when the other one records the outcome.
 func TestTwoReplicasFortyConcurrentDuplicates(t *testing.T) {
 	s := newStack(t, stackOptions{})
-	replicas := []string{s.serve(t, "A").URL, s.serve(t, "B").URL}
+	procs := []*proctest.Process{s.serve(t, "A"), s.serve(t, "B")}
+	replicas := []string{procs[0].URL, procs[1].URL}
 	// The one attempt takes 500 ms, so every duplicate arrives while it runs.
 	s.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/tickets", Method: "POST", Count: 1, Delay: 500 * time.Millisecond})
 
@@ -101,7 +103,7 @@ func TestTwoReplicasFortyConcurrentDuplicates(t *testing.T) {
 		percentile(otherWake, 0).Round(time.Millisecond))
 	// Waiters poll from every 250 ms as a fallback; LISTEN/NOTIFY should wake them well before
 	// their 10 s wait ran out, and typically before their next poll.
-	ended := s.waitsEnded(t, replicas[1-createdOn])
+	ended := s.waitsEnded(t, procs[1-createdOn])
 	inProgress := 0
 	for i, r := range replies {
 		if i%2 != createdOn && r.Status == http.StatusConflict {
@@ -113,11 +115,14 @@ func TestTwoReplicasFortyConcurrentDuplicates(t *testing.T) {
 		"the other replica's duplicates were woken by the ledger's notification, most before their next poll: %v", ended)
 }
 
-// waitsEnded reads idemgate_waits_total of the gateway at base, by what ended the waits.
-func (s *stack) waitsEnded(t *testing.T, base string) map[string]float64 {
+// waitsEnded reads idemgate_waits_total of the gateway p from its metrics listener, by what
+// ended the waits.
+func (s *stack) waitsEnded(t *testing.T, p *proctest.Process) map[string]float64 {
 	t.Helper()
-	r, err := s.do(http.MethodGet, base+"/metrics", nil, "")
+	require.NotEmpty(t, p.MetricsURL, "%s serves no metrics", p.Name)
+	r, err := s.do(http.MethodGet, p.MetricsURL, nil, "")
 	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, r.Status)
 	out := map[string]float64{}
 	for _, by := range []string{jobs.WaitNotified, jobs.WaitPolled, jobs.WaitDeadline, jobs.WaitCancelled} {
 		re := regexp.MustCompile(`(?m)^idemgate_waits_total\{ended_by="` + by + `"\} ([0-9.e+-]+)$`)
@@ -155,7 +160,7 @@ func TestWaiterOnOtherReplicaWakesOnNotify(t *testing.T) {
 	// Polling alone would find the outcome at the next poll; LISTEN/NOTIFY wakes the waiter as
 	// A commits. A poll may still win the race now and then, so: most of the seven, as the
 	// median did when this was measured in milliseconds.
-	ended := s.waitsEnded(t, b.URL)
+	ended := s.waitsEnded(t, b)
 	assert.GreaterOrEqual(t, ended[jobs.WaitNotified], 4.0, "woken by the notification: %v", ended)
 	assert.Zero(t, ended[jobs.WaitDeadline], "no wait ran out: %v", ended)
 	assert.Equal(t, 7, s.sb.Committed("tickets"))

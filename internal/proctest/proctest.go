@@ -105,10 +105,12 @@ func (e Env) RunErr(args ...string) (stdout, stderr string, err error) {
 
 // Process is a running `idemgate serve` or `idemgate worker`.
 type Process struct {
-	Name   string
-	URL    string // http://ADDR, for serve
-	Worker string // the worker name it leases with
-	PID    int
+	Name string
+	URL  string // http://ADDR, for serve
+	// MetricsURL is http://ADDR/metrics, for a process started with --metrics-addr.
+	MetricsURL string
+	Worker     string // the worker name it leases with
+	PID        int
 
 	cmd    *exec.Cmd
 	out    *syncBuffer
@@ -146,6 +148,9 @@ func (e Env) Start(t testing.TB, name string, args ...string) *Process {
 		for sc.Scan() {
 			line := sc.Text()
 			out.Write([]byte(line + "\n"))
+			if m, ok := strings.CutPrefix(line, "metrics at "); ok {
+				p.MetricsURL = m // printed before the ready line, so read before Start returns
+			}
 			if strings.HasPrefix(line, "idemgate listening on ") || strings.HasPrefix(line, "idemgate worker ") {
 				select {
 				case ready <- line:
