@@ -153,7 +153,7 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	}
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
 		Result: c.FormValue("result")}}
-	r.Action = models.Action{Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,
+	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,
 		ExpectedState: models.State(c.FormValue("expected_state")), RequestID: RequestID(c)}
 	var done actionDone
 	if r.ExpectedState == "" {

@@ -23,8 +23,10 @@ const (
 
 // Action is a person's decision about one operation. ExpectedState is the state the person
 // saw when deciding: if the operation moved meanwhile, the action is refused (CodeStale)
-// rather than applied to a situation nobody looked at.
+// rather than applied to a situation nobody looked at. Scope is the person's: an operation
+// outside it is CodeNotFound, and the zero Scope acts on nothing.
 type Action struct {
+	Scope         Scope
 	Tenant        string
 	OperationID   string
 	Actor         string // user:<email>
@@ -36,6 +38,9 @@ type Action struct {
 // act runs fn on the operation locked for this transaction, after the checks every action
 // shares: a reason, the state the person saw, and a state the action applies to.
 func (l *Ledger) act(ctx context.Context, name string, a Action, allowed State, fn func(tx *gorm.DB, now time.Time, op *Operation) error) (*Operation, error) {
+	if !a.Scope.Allows(a.Tenant) {
+		return nil, errorf(CodeNotFound, "operation not found")
+	}
 	if strings.TrimSpace(a.Reason) == "" {
 		return nil, errorf(CodeInvalid, "a reason is required")
 	}

@@ -215,6 +215,15 @@ func TestZeroScopeChangesNothing(t *testing.T) {
 		_, err = l.Redeliver(ctx, none, admin, deliveries[0].ID)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "redeliver")
 
+		for _, s := range []models.Scope{none, models.OnlyTenants("other")} {
+			_, err = l.MarkFailed(ctx, models.Action{Scope: s, Tenant: "acme", OperationID: w.acmeOp.ID,
+				Actor: admin.Actor, Reason: "gave up", ExpectedState: models.StateUnknown})
+			assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "a review action outside the scope")
+		}
+		rec, err := l.OperationRecord(ctx, models.AllTenants(), w.acmeOp.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.StateUnknown, rec.Op.State)
+
 		// Nothing changed: no tenant, key, user or subscription more or less, no audit entry.
 		tenants, err := l.ScopedTenants(ctx, models.AllTenants())
 		require.NoError(t, err)

@@ -150,7 +150,7 @@ func TestUnknownActions(t *testing.T) {
 			})
 			t.Run(tc.action+" on an operation that moved meanwhile is refused", func(t *testing.T) {
 				op := desk.unknown(t, "acme", "stale:"+tc.action)
-				_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Tenant: "acme", OperationID: op.ID,
+				_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
 					Actor: desk.raviID, Reason: "gave up", ExpectedState: models.StateUnknown})
 				require.NoError(t, err)
 				p := act(t, desk.rita, op, tc.action, form())

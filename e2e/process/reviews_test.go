@@ -78,7 +78,7 @@ func TestUnknownAfterAnEarlierReviewIsEscalated(t *testing.T) {
     review: {require_approval: true}
 `
 	reviewer := func(s *stack, id, reason string) models.Action {
-		return models.Action{Tenant: s.tenant, OperationID: id, Actor: "user:reviewer@example.com", Reason: reason}
+		return models.Action{Scope: models.AllTenants(), Tenant: s.tenant, OperationID: id, Actor: "user:reviewer@example.com", Reason: reason}
 	}
 
 	t.Run("second UNKNOWN after a reviewer confirmed not executed", func(t *testing.T) {
