@@ -116,7 +116,7 @@ func TestEchoedSecretsMasked(t *testing.T) {
 				return catalog.Load([]byte(strings.ReplaceAll(echoTools, "{{ECHO}}", downSrv.URL)))
 			}})
 		ctx := context.Background()
-		_, err = g.Ledger.CreateWebhook(ctx, models.Scope{}, models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: g.Tenant,
+		_, err = g.Ledger.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: g.Tenant,
 			URL: "http://127.0.0.1:9/hook", Events: models.WebhookEventTypes, AllowPrivate: true})
 		require.NoError(t, err)
 
@@ -170,7 +170,7 @@ func TestEchoedSecretsMasked(t *testing.T) {
 		for _, f := range []export.Format{export.CSV, export.NDJSON} {
 			var buf bytes.Buffer
 			x := export.Exporter{Ledger: g.Ledger, Catalog: g.Catalog}
-			_, err := x.Write(ctx, &buf, export.Request{Format: f, Filter: export.Filter{Tenant: g.Tenant}, Actor: "cli"})
+			_, err := x.Write(ctx, &buf, export.Request{Format: f, Scope: models.AllTenants(), Filter: export.Filter{Tenant: g.Tenant}, Actor: "cli"})
 			require.NoError(t, err)
 			require.Contains(t, buf.String(), "***", "the %s export has the masked values", f)
 			noLeak(t, string(f)+" export", buf.String())

@@ -38,7 +38,7 @@ func TestRedeliveryBacksOffAfresh(t *testing.T) {
 		require.Equal(t, models.DeliveryDead, row.Status)
 		require.Greater(t, row.Attempts, 4, "enough attempts that the backoff reached its cap")
 
-		_, err := w.ledger.Redeliver(ctx, models.Scope{}, models.Requester{Actor: "user:admin@x"}, row.ID)
+		_, err := w.ledger.Redeliver(ctx, models.AllTenants(), models.Requester{Actor: "user:admin@x"}, row.ID)
 		require.NoError(t, err)
 		n, err := p.PublishOnce(ctx)
 		require.NoError(t, err)

@@ -136,7 +136,7 @@ func TestOperationsFromBeforeTheUpgrade(t *testing.T) {
 		wait.NeedsApproval = true
 		w, err := l.Submit(ctx, wait)
 		require.NoError(t, err)
-		a := models.Action{Tenant: "acme", OperationID: w.Op.ID, Reason: "ok", ExpectedState: models.StateAwaitingApproval}
+		a := models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: w.Op.ID, Reason: "ok", ExpectedState: models.StateAwaitingApproval}
 		a.Actor = "user:ann@example.com"
 		first, err := l.Approve(ctx, a, 2, time.Hour)
 		require.NoError(t, err)

@@ -123,7 +123,7 @@ func TestEndedWebhookDeliveriesArePrunedPastRetention(t *testing.T) {
 		w.clock.Advance(2 * time.Hour)
 		dead := first[1].Delivery
 		require.Equal(t, models.DeliveryDead, deliveryStatus(t, w.l, dead.ID))
-		_, err := w.l.Redeliver(ctx, models.Scope{}, models.Requester{Actor: "user:admin@x"}, dead.ID)
+		_, err := w.l.Redeliver(ctx, models.AllTenants(), models.Requester{Actor: "user:admin@x"}, dead.ID)
 		require.NoError(t, err)
 		assert.Equal(t, 1, prune(100), "the delivered one; the redelivered one is pending again")
 		assert.Empty(t, deliveryStatus(t, w.l, first[0].Delivery.ID), "the delivered one is gone")
@@ -174,7 +174,7 @@ func TestRedeliveryCountsItsAttemptsAfresh(t *testing.T) {
 		require.Equal(t, 4, claimed[0].Delivery.Attempts)
 		require.Equal(t, 4, claimed[0].Delivery.WindowAttempt())
 
-		re, err := w.l.Redeliver(ctx, models.Scope{}, models.Requester{Actor: "user:admin@x"}, claimed[0].Delivery.ID)
+		re, err := w.l.Redeliver(ctx, models.AllTenants(), models.Requester{Actor: "user:admin@x"}, claimed[0].Delivery.ID)
 		require.NoError(t, err)
 		assert.Nil(t, re.EndedAt)
 		again, err := w.l.ClaimDeliveries(ctx, "p1", 100, 10*time.Second)

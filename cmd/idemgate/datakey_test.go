@@ -73,7 +73,7 @@ func TestDatakeyRotate(t *testing.T) {
 			assert.Contains(t, string(clear), cliCard)
 		}
 
-		entries, _, err := c.l.AuditEntries(ctx, models.Scope{}, models.AuditSearch{Action: models.AuditDataKeyRotate, Limit: 10})
+		entries, _, err := c.l.AuditEntries(ctx, models.AllTenants(), models.AuditSearch{Action: models.AuditDataKeyRotate, Limit: 10})
 		require.NoError(t, err)
 		assert.Len(t, entries, 2, "each rotation is audited")
 	})
