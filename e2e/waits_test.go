@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// slow is how long the sandbox holds a slow ticket: well inside the tool's 1s timeout.
-const slow = 600 * time.Millisecond
+// slow is how long the sandbox holds a slow ticket: long enough that a duplicate sent right
+// after the original finds it still running on a loaded two-core machine, and well inside the
+// timeout of slowTickets' tickets.create.
+const slow = 3 * time.Second
+
+// slowTickets starts a gateway whose tickets.create waits 30 s for the downstream, so that a
+// ticket held for slow is slow, not timed out.
+func slowTickets(t *testing.T, d models.Dialect) *gatewaytest.Gateway {
+	t.Helper()
+	tools := strings.Replace(gatewaytest.Tools, "url: \"{{SANDBOX}}/tickets\"\n      timeout: 1s",
+		"url: \"{{SANDBOX}}/tickets\"\n      timeout: 30s", 1)
+	require.NotEqual(t, gatewaytest.Tools, tools, "tickets.create's timeout was found")
+	return gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: tools})
+}
 
 // requireRetryAfter checks that Retry-After is a positive number of seconds.
 func requireRetryAfter(t testing.TB, r gatewaytest.Response) {
@@ -32,7 +45,7 @@ func requireRetryAfter(t testing.TB, r gatewaytest.Response) {
 func TestPreferRespondAsync(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		g := gatewaytest.Start(t, d)
+		g := slowTickets(t, d)
 		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/tickets", Count: 1, Delay: slow})
 
 		r := g.Submit(t, "async-1", "tickets.create", ticketParams, map[string]string{"Prefer": "respond-async"})
@@ -53,7 +66,7 @@ func TestPreferRespondAsync(t *testing.T) {
 
 		// Polling the Location shows the outcome.
 		var final map[string]any
-		gatewaytest.Eventually(t, 5*time.Second, "the operation to succeed", func() bool {
+		gatewaytest.Eventually(t, 20*time.Second, "the operation to succeed", func() bool {
 			got := g.Do(t, http.MethodGet, r.Header.Get("Location"), g.Key, nil, "")
 			final = requireOp(t, got, http.StatusOK)
 			return final["state"] == "SUCCEEDED"
@@ -73,7 +86,7 @@ func TestPreferRespondAsync(t *testing.T) {
 func TestPreferWait(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		g := gatewaytest.Start(t, d)
+		g := slowTickets(t, d)
 
 		t.Run("wait=0", func(t *testing.T) {
 			g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/tickets", Count: 1, Delay: slow})
@@ -85,7 +98,7 @@ func TestPreferWait(t *testing.T) {
 
 			// A duplicate with its own, long enough wait waits for the original.
 			waits := waitsEnded(t, g)
-			dup := g.Submit(t, "wait-0", "tickets.create", ticketParams, map[string]string{"Prefer": "wait=5"})
+			dup := g.Submit(t, "wait-0", "tickets.create", ticketParams, map[string]string{"Prefer": "wait=15"})
 			replay := requireOp(t, dup, http.StatusOK)
 			ended := waitsEnded(t, g)
 			assert.Equal(t, waits[jobs.WaitDeadline], ended[jobs.WaitDeadline], "the duplicate's wait did not run out")
@@ -110,11 +123,11 @@ func TestPreferWait(t *testing.T) {
 		})
 		t.Run("outcome within a short wait", func(t *testing.T) {
 			g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/tickets", Count: 1, Delay: 200 * time.Millisecond})
-			r := g.Submit(t, "wait-1", "tickets.create", ticketParams, map[string]string{"Prefer": "wait=1"})
-			// The operation takes 200 ms, within the wait: the request gets the outcome.
+			r := g.Submit(t, "wait-1", "tickets.create", ticketParams, map[string]string{"Prefer": "wait=10"})
+			// The operation takes 200 ms, well within the wait: the request gets the outcome.
 			op := requireOp(t, r, http.StatusCreated)
 			assert.Equal(t, "SUCCEEDED", op["state"])
-			assert.Equal(t, "wait=1", r.Header.Get("Preference-Applied"))
+			assert.Equal(t, "wait=10", r.Header.Get("Preference-Applied"))
 		})
 		assert.Equal(t, 4, g.Sandbox.Committed("tickets"))
 		assert.Len(t, g.Sandbox.Requests("/tickets"), 4)
