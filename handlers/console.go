@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
@@ -35,6 +36,8 @@ type Console struct {
 	Now func() time.Time
 	// RefreshEvery is how often the review queue reloads its list (default 15 s).
 	RefreshEvery time.Duration
+	// SSO signs people in through an OpenID Connect provider; nil offers passwords only.
+	SSO *sso.Provider
 }
 
 // Sessions starts and ends console sessions and carries one-time messages between a POST
@@ -49,6 +52,10 @@ type Sessions interface {
 	SetFlash(c echo.Context, f Flash)
 	// TakeFlash returns and forgets the kept flash; ok is false when there is none.
 	TakeFlash(c echo.Context) (f Flash, ok bool)
+	// SetPendingSSO keeps a sign-in at the identity provider until its callback.
+	SetPendingSSO(c echo.Context, p sso.Pending)
+	// TakePendingSSO returns and forgets the pending sign-in; ok is false when there is none.
+	TakePendingSSO(c echo.Context) (p sso.Pending, ok bool)
 }
 
 // Flash is a one-time message shown after a redirect. Secret, when set, is a credential shown

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -77,6 +78,9 @@ func (h *Console) Logout(c echo.Context) error {
 
 func (h *Console) loginPage(c echo.Context, status int, p views.LoginPage) error {
 	p.Page = views.Page{Title: "Sign in", CSRFToken: CSRFTokenFrom(c.Request().Context())}
+	if h.SSO != nil {
+		p.SSOName, p.SSOStart = h.SSO.Name(), sso.StartPath+"?next="+url.QueryEscape(p.Next)
+	}
 	return renderPage(c, status, views.Login(p))
 }
 

@@ -82,11 +82,14 @@ func (l *Ledger) Login(ctx context.Context, in LoginAttempt) (*User, error) {
 	if err != nil && ErrorCode(err) != CodeNotFound {
 		return nil, err
 	}
+	// Whoever cannot sign in with a password (no such user, a disabled one, one of an identity
+	// provider) costs the same hashing as a real check, so timing tells nothing either.
+	usable := u != nil && u.DisabledAt == nil && !u.Federated()
 	hash := dummyHash()
-	if u != nil && u.DisabledAt == nil {
+	if usable {
 		hash = u.PasswordHash
 	}
-	if !checkPassword(hash, in.Password) || u == nil || u.DisabledAt != nil {
+	if !checkPassword(hash, in.Password) || !usable {
 		return nil, errorf(CodeNotFound, "wrong email or password")
 	}
 	// A success forgives this account's failures, so a person who mistyped starts afresh.

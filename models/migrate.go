@@ -189,6 +189,20 @@ CREATE INDEX operations_sealed ON operations (id) WHERE params_sealed IS NOT NUL
 INSERT INTO settings (name, value) VALUES ('` + ledgerKeySetting + `', '{{new_ledger_key}}') ON CONFLICT DO NOTHING;
 `},
 	{7, "webhook retention", webhookRetentionSchema},
+	// Users who sign in through an OpenID Connect provider are known by the provider's issuer
+	// and subject, never by their email alone (a provider may let anyone claim any address).
+	// Local users keep '' in both. A sign-in's state is recorded once used, so a replayed
+	// callback is refused even with a copy of the browser's cookie.
+	{8, "single sign-on", `
+ALTER TABLE users ADD COLUMN issuer TEXT NOT NULL DEFAULT '';
+ALTER TABLE users ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX users_federated ON users (issuer, subject) WHERE issuer <> '';
+CREATE TABLE sso_states (
+	id      TEXT PRIMARY KEY,
+	used_at {{ts}} NOT NULL
+);
+CREATE INDEX sso_states_used ON sso_states (used_at);
+`},
 }
 
 // SchemaVersion is the version this build expects.

@@ -47,7 +47,14 @@ type User struct {
 	Tenants      string // comma-separated tenant names; "" means every tenant
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
+	// Issuer and Subject name the user at an OpenID Connect provider; both are '' for a local
+	// user. A federated user has no password and signs in only through the provider.
+	Issuer  string
+	Subject string
 }
+
+// Federated reports whether u signs in through an identity provider rather than a password.
+func (u *User) Federated() bool { return u.Issuer != "" }
 
 // TenantList returns the tenants the user is limited to, or nil when the user sees every
 // tenant.

@@ -29,6 +29,10 @@ type LoginPage struct {
 	// sign-out.
 	Error  string
 	Notice string
+	// SSOName and SSOStart offer single sign-on ("Sign in with SSOName" linking to SSOStart)
+	// when it is configured.
+	SSOName  string
+	SSOStart string
 }
 
 // StateCount is one state's tile on the dashboard.

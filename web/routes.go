@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/static"
 	"github.com/labstack/echo/v4"
@@ -47,7 +48,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
-		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log}
+		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO}
 	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
@@ -57,6 +58,10 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET("/login", con.LoginForm, anyone...)
 	e.POST("/login", con.Login, anyone...)
 	e.POST("/logout", con.Logout, anyone...)
+	// Single sign-on's two legs are GETs (the provider redirects the browser back); the
+	// state parameter, bound to the session cookie and spent once, is their CSRF defence.
+	e.GET(sso.StartPath, con.SSOStart, anyone...)
+	e.GET(sso.CallbackPath, con.SSOCallback, anyone...)
 	e.GET("/", con.Dashboard, signedIn...)
 	e.GET("/reviews", con.Reviews, signedIn...)
 	e.GET("/reviews/list", con.ReviewList, signedIn...)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/idemgate/idemgate/handlers/problems"
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
@@ -75,6 +76,8 @@ type Settings struct {
 	TrustedProxies TrustedProxies
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
+	// SSO, when set, offers sign-in through an OpenID Connect provider beside passwords.
+	SSO *sso.Provider
 }
 
 // withDefaults fills the zero fields of cfg.

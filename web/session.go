@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/sessions"
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/models"
 	"github.com/labstack/echo/v4"
 )
@@ -32,6 +33,7 @@ const (
 	valCSRF  = "csrf"  // the CSRF token every form carries
 	valSeen  = "seen"  // unix seconds of the last activity, for the idle timeout
 	valFlash = "flash" // JSON of a handlers.Flash
+	valSSO   = "sso"   // JSON of an sso.Pending, between the two legs of a single sign-on
 )
 
 // Session defaults.
@@ -297,6 +299,31 @@ func (m *sessionManager) TakeFlash(c echo.Context) (handlers.Flash, bool) {
 	rs.dirty = true
 	var f handlers.Flash
 	return f, json.Unmarshal([]byte(raw), &f) == nil
+}
+
+// SetPendingSSO keeps a single sign-on's state, nonce and PKCE verifier in the encrypted
+// cookie until the provider sends the browser back.
+func (m *sessionManager) SetPendingSSO(c echo.Context, p sso.Pending) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return // a Pending of strings always marshals
+	}
+	rs := session(c)
+	rs.s.Values[valSSO], rs.dirty = string(b), true
+}
+
+// TakePendingSSO returns the pending single sign-on and removes it from the session: a
+// callback is good once.
+func (m *sessionManager) TakePendingSSO(c echo.Context) (sso.Pending, bool) {
+	rs := session(c)
+	raw, _ := rs.s.Values[valSSO].(string)
+	if raw == "" {
+		return sso.Pending{}, false
+	}
+	delete(rs.s.Values, valSSO)
+	rs.dirty = true
+	var p sso.Pending
+	return p, json.Unmarshal([]byte(raw), &p) == nil
 }
 
 // randomToken returns 32 random bytes, url-safe base64.

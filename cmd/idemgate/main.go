@@ -25,6 +25,8 @@ const usage = `idemgate — an execution gateway that makes agents' state-changi
 Usage:
   idemgate serve [--demo [--demo-force]] [--addr ADDR] [--tools FILE] [--metrics-addr ADDR]
                  [--trust-proxy RANGES] [--webhook-retention D]
+                 [--oidc-issuer URL --oidc-client-id ID --oidc-redirect-url URL [--oidc-name N]
+                  [--oidc-role-claim C] [--oidc-tenants-claim C]]
                                                           run the API, console and recovery jobs
   idemgate worker [--tools FILE] [--metrics-addr ADDR] [--webhook-retention D]
                                                           run the recovery jobs only
@@ -57,6 +59,11 @@ Environment:
                          generated and kept in the database)
   IDEMGATE_TRUST_PROXY   same as serve --trust-proxy: the proxies' address ranges,
                          e.g. 10.0.0.0/8,192.168.0.0/16 (default: none trusted)
+  IDEMGATE_OIDC_ISSUER, IDEMGATE_OIDC_CLIENT_ID, IDEMGATE_OIDC_REDIRECT_URL, IDEMGATE_OIDC_NAME,
+  IDEMGATE_OIDC_ROLE_CLAIM, IDEMGATE_OIDC_TENANTS_CLAIM
+                         same as the serve --oidc-… flags: single sign-on beside passwords
+  IDEMGATE_OIDC_CLIENT_SECRET
+                         the client's secret at the provider (only from the environment)
   IDEMGATE_DATA_KEY      base64 of 32 random bytes: seals sensitive params at rest (AES-256-GCM)
   IDEMGATE_DATA_KEYS_OLD earlier data keys, comma-separated: still open what they sealed
   IDEMGATE_LOG_LEVEL     debug, info, warn or error (default info)

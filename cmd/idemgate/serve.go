@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/internal/sandbox"
@@ -33,6 +34,8 @@ type serveFlags struct {
 	webhookRetention  time.Duration
 	trustProxy        string
 	trustedProxies    web.TrustedProxies
+	oidc              sso.Config
+	sso               *sso.Provider // nil: passwords only
 }
 
 func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFlags, error) {
@@ -51,12 +54,30 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 		"how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
 	fs.StringVar(&f.trustProxy, "trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY"),
 		"address ranges of the reverse proxies in front (e.g. 10.0.0.0/8,192.168.0.0/16): their X-Forwarded-Proto and X-Forwarded-For are believed")
+	fs.StringVar(&f.oidc.Issuer, "oidc-issuer", env.getenv("IDEMGATE_OIDC_ISSUER"),
+		"OpenID Connect provider's issuer URL: offers single sign-on beside passwords (client secret in IDEMGATE_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&f.oidc.ClientID, "oidc-client-id", env.getenv("IDEMGATE_OIDC_CLIENT_ID"), "client id registered at the provider")
+	fs.StringVar(&f.oidc.RedirectURL, "oidc-redirect-url", env.getenv("IDEMGATE_OIDC_REDIRECT_URL"),
+		"this console's callback as registered at the provider: https://<console>"+sso.CallbackPath)
+	fs.StringVar(&f.oidc.Name, "oidc-name", env.getenv("IDEMGATE_OIDC_NAME"), "the provider's name on the sign-in button")
+	fs.StringVar(&f.oidc.RoleClaim, "oidc-role-claim", orDefault(env.getenv("IDEMGATE_OIDC_ROLE_CLAIM"), sso.DefaultRoleClaim),
+		"claim holding the user's role: reviewer, auditor or admin")
+	fs.StringVar(&f.oidc.TenantsClaim, "oidc-tenants-claim", orDefault(env.getenv("IDEMGATE_OIDC_TENANTS_CLAIM"), sso.DefaultTenantsClaim),
+		`claim holding the user's tenants: a list, or "*" for every tenant`)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	var err error
 	if f.trustedProxies, err = web.ParseTrustedProxies(f.trustProxy); err != nil {
 		return nil, err
+	}
+	if withHTTP && f.oidc.Enabled() {
+		// The secret comes from the environment only: a command line is visible to every
+		// user of the machine.
+		f.oidc.ClientSecret = env.getenv("IDEMGATE_OIDC_CLIENT_SECRET")
+		if f.sso, err = sso.New(f.oidc); err != nil {
+			return nil, err
+		}
 	}
 	if withHTTP && f.demo && !f.demoForce && models.IsPostgresURL(env.getenv("IDEMGATE_DATABASE_URL")) {
 		return nil, fmt.Errorf("--demo creates a demo tenant, an API key and a reviewer login with a known password; " +
@@ -120,7 +141,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention)},
 			Publish: true, WebhookWindow: f.webhookWindow}}
 	if withHTTP {
-		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies}
+		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, SSO: f.sso}
 		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
 			return err
 		}

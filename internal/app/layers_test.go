@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"web"},
 	{"web/telemetry"},
 	{"handlers"},
-	{"handlers/export"},
+	{"handlers/export", "handlers/sso"},
 	{"handlers/opview"},
 	{"handlers/problems", "handlers/headers", "views"},
 	{"static"},
@@ -30,7 +30,7 @@ var layers = [][]string{
 	{"models/testdb"},
 	{"models"},
 	{"models/fingerprint", "models/datakey"},
-	{"internal/sandbox", "internal/gctune", "client"},
+	{"internal/sandbox", "internal/gctune", "internal/oidctest", "client"},
 }
 
 // layerOf is the index of pkg's layer; -1 when none matches.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/handlers"
+	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/internal/app"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/sandbox"
@@ -71,6 +72,9 @@ type Options struct {
 	ReviewRefresh  time.Duration
 	// RefusalLimits bound the refusals recorded in the audit log (default: the gateway's).
 	RefusalLimits handlers.RefusalLimits
+	// SSO, when set, offers single sign-on with this provider configuration; Start fills in
+	// its redirect URL (the console's callback) and clock.
+	SSO *sso.Config
 	// Downstream runs the sandbox downstream and a dispatcher with the executor, so that
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
@@ -125,13 +129,29 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	if err != nil {
 		t.Fatalf("consoletest: catalogue: %v", err)
 	}
+	// The server's address comes first: single sign-on's redirect URL names it.
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	scheme := "http://"
+	if opts.TLS {
+		scheme = "https://"
+	}
+	var provider *sso.Provider
+	if opts.SSO != nil {
+		cfg := *opts.SSO
+		cfg.RedirectURL, cfg.Now = scheme+srv.Listener.Addr().String()+sso.CallbackPath, clock.Now
+		if provider, err = sso.New(cfg); err != nil {
+			t.Fatalf("consoletest: single sign-on: %v", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now,
 		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
 			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
-			TrustedProxies: opts.TrustedProxies, RefusalLimits: opts.RefusalLimits, ReviewRefresh: opts.ReviewRefresh}})
+			TrustedProxies: opts.TrustedProxies, RefusalLimits: opts.RefusalLimits, ReviewRefresh: opts.ReviewRefresh,
+			SSO: provider}})
 	if err != nil {
 		cancel()
 		t.Fatalf("consoletest: %v", err)
@@ -145,14 +165,13 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		defer scancel()
 		gw.Shutdown(sctx)
 	})
-	ledger, exec, e := gw.Ledger, gw.Executor, gw.HTTP
-	srv := httptest.NewUnstartedServer(e)
+	ledger, exec := gw.Ledger, gw.Executor
+	srv.Config.Handler = gw.HTTP
 	if opts.TLS {
 		srv.StartTLS()
 	} else {
 		srv.Start()
 	}
-	t.Cleanup(srv.Close)
 	return &Console{URL: srv.URL, Ledger: ledger, Catalog: cat, Executor: exec, Clock: clock, Sandbox: sb, server: srv}
 }
 
