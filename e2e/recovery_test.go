@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,34 @@ func TestUnreconcilableUnknownIsEscalated(t *testing.T) {
 		assert.Equal(t, "unknown_outcome", review["reason"])
 		assert.Equal(t, "UNKNOWN", got["state"])
 		assert.Equal(t, 1, g.Sandbox.Committed("emails"))
+	})
+}
+
+// An approval nobody gives is announced as expiring (the warning is an hour, longer than this
+// tool's whole window, so at once), then lapses FAILED_FINAL, and nothing is paid.
+func TestApprovalWarnsThenLapses(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		tools := strings.Replace(gatewaytest.Tools, "review: {require_approval: true}",
+			"review: {require_approval: true, approval_ttl: 2s}", 1)
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Recovery: true, Tools: tools})
+		_, err := g.Ledger.CreateWebhook(context.Background(), models.AllTenants(), models.Requester{Actor: models.ActorCLI},
+			models.NewWebhook{Tenant: g.Tenant, URL: "http://127.0.0.1:9/hook", AllowPrivate: true,
+				Events: []string{models.WebhookReviewExpiring, models.WebhookOperationFailed}})
+		require.NoError(t, err)
+		resp := g.Submit(t, "payout-1", "payments.payout", `{"order_id":"1","amount_cents":500,"currency":"EUR"}`, nil)
+		require.Equal(t, http.StatusAccepted, resp.Status, string(resp.Body))
+		id := resp.JSON(t)["id"].(string)
+		gatewaytest.Eventually(t, 10*time.Second, "lapsed", func() bool {
+			return opState(t, g, id).State == models.StateFailedFinal
+		})
+		msgs, err := g.Ledger.OutboxMessages(context.Background(), g.Tenant, id)
+		require.NoError(t, err)
+		var types []string
+		for _, m := range msgs {
+			types = append(types, m.EventType)
+		}
+		assert.Equal(t, []string{models.WebhookReviewExpiring, models.WebhookOperationFailed}, types,
+			"warned once before it lapsed")
+		assert.Zero(t, g.Sandbox.Committed("refunds"), "an approval not given pays nothing")
 	})
 }

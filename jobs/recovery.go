@@ -22,7 +22,13 @@ type RecoveryConfig struct {
 	// WebhookRetention is how long a webhook delivery is kept once it was delivered or went
 	// dead (DefaultWebhookRetention if zero; negative keeps them forever).
 	WebhookRetention time.Duration
+	// ApprovalWarning is how long before an approval lapses review.expiring goes out
+	// (DefaultApprovalWarning if zero; negative sends none).
+	ApprovalWarning time.Duration
 }
+
+// DefaultApprovalWarning warns an hour before an approval lapses: time for a reviewer to act.
+const DefaultApprovalWarning = time.Hour
 
 // DefaultWebhookRetention keeps ended webhook deliveries a week: long enough to look into a
 // receiver's complaint, short enough that the outbox stays small.
@@ -35,6 +41,9 @@ func (c *RecoveryConfig) defaults() {
 	c.RetainEvery = orDuration(c.RetainEvery, time.Minute)
 	if c.WebhookRetention == 0 {
 		c.WebhookRetention = DefaultWebhookRetention
+	}
+	if c.ApprovalWarning == 0 {
+		c.ApprovalWarning = DefaultApprovalWarning
 	}
 	if c.Batch <= 0 {
 		c.Batch = 100
@@ -225,7 +234,8 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 
 // EscalateOnce opens a review for every UNKNOWN operation older than its tool's
 // escalate_after, and at once for tools that cannot be reconciled; and it ends operations that
-// awaited approval longer than their tool's approval_ttl.
+// awaited approval longer than their tool's approval_ttl, after announcing review.expiring
+// ApprovalWarning before.
 func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
 	now := r.exec.now()
 	opened := 0
@@ -241,6 +251,9 @@ func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
 			return opened, err
 		}
 		// Every tool: compensations await approval whatever their tool's own policy.
+		if _, err := r.exec.ledger.WarnExpiringApprovals(ctx, t.Name, t.Review.ApprovalTTL, r.cfg.ApprovalWarning, r.cfg.Batch); err != nil {
+			return opened, err
+		}
 		if err := r.lapse(ctx, t); err != nil {
 			return opened, err
 		}

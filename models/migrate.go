@@ -203,6 +203,9 @@ CREATE TABLE sso_states (
 );
 CREATE INDEX sso_states_used ON sso_states (used_at);
 `},
+	{9, "approval deadlines", `
+ALTER TABLE reviews ADD COLUMN expiry_warned_at {{ts}};
+`},
 }
 
 // SchemaVersion is the version this build expects.

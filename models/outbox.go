@@ -49,6 +49,8 @@ type webhookReview struct {
 	ResolvedAt  *time.Time `json:"resolved_at"`
 	ResolvedBy  *string    `json:"resolved_by"`
 	Resolution  *string    `json:"resolution"`
+	// LapsesAt is when an approval review's window closes; only in review.expiring.
+	LapsesAt *time.Time `json:"lapses_at,omitempty"`
 }
 
 // errNoRenderer refuses a change a subscription wants on a ledger built without Config.Payloads.
@@ -58,6 +60,7 @@ var errNoRenderer = errors.New("a webhook subscription wants it, but no payload 
 type notice struct {
 	typ        string
 	withReview bool
+	lapsesAt   *time.Time // review.expiring: when the approval window closes
 }
 
 // announce writes, inside tx, the outbox message of each notice about op (as it stands after
@@ -141,7 +144,8 @@ func (l *Ledger) payload(now time.Time, op *Operation, n notice) ([]byte, error)
 	p := webhookPayload{Type: n.typ, OccurredAt: now.UTC(), Tenant: op.Tenant, Data: webhookData{Operation: rendered}}
 	if r := op.Review; n.withReview && r != nil {
 		p.Data.Review = &webhookReview{ID: r.ID, OperationID: r.OperationID, Status: r.Status, Reason: r.Reason,
-			OpenedAt: r.OpenedAt.UTC(), OpenedBy: r.OpenedBy, ResolvedAt: r.ResolvedAt, ResolvedBy: r.ResolvedBy, Resolution: r.Resolution}
+			OpenedAt: r.OpenedAt.UTC(), OpenedBy: r.OpenedBy, ResolvedAt: r.ResolvedAt, ResolvedBy: r.ResolvedBy, Resolution: r.Resolution,
+			LapsesAt: n.lapsesAt}
 		if r.ResolvedAt != nil {
 			p.Data.Review.ResolvedAt = ptr(r.ResolvedAt.UTC())
 		}

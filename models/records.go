@@ -180,6 +180,9 @@ type Review struct {
 	ResolvedAt  *time.Time
 	ResolvedBy  *string
 	Resolution  *string
+	// ExpiryWarnedAt is when the warning that an approval review's window closes soon went
+	// out; nil until then, and for other reviews.
+	ExpiryWarnedAt *time.Time
 }
 
 func ptr[T any](v T) *T { return &v }

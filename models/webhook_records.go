@@ -14,12 +14,15 @@ const (
 	WebhookOperationAwaitingApproval = "operation.awaiting_approval"
 	WebhookReviewOpened              = "review.opened"
 	WebhookReviewResolved            = "review.resolved"
+	// WebhookReviewExpiring warns that an approval's window closes soon (serve
+	// --approval-warning before it lapses); not in SPEC §6a's list, which it extends.
+	WebhookReviewExpiring = "review.expiring"
 )
 
 // WebhookEventTypes lists every event type a subscription may ask for.
 var WebhookEventTypes = []string{
 	WebhookOperationSucceeded, WebhookOperationFailed, WebhookOperationUnknown,
-	WebhookOperationAwaitingApproval, WebhookReviewOpened, WebhookReviewResolved,
+	WebhookOperationAwaitingApproval, WebhookReviewOpened, WebhookReviewResolved, WebhookReviewExpiring,
 }
 
 // operationEventFor is the event type a transition to state to announces, or "" for none.

@@ -24,11 +24,11 @@ const usage = `idemgate — an execution gateway that makes agents' state-changi
 
 Usage:
   idemgate serve [--demo [--demo-force]] [--addr ADDR] [--tools FILE] [--metrics-addr ADDR]
-                 [--trust-proxy RANGES] [--webhook-retention D]
+                 [--trust-proxy RANGES] [--webhook-retention D] [--approval-warning D]
                  [--oidc-issuer URL --oidc-client-id ID --oidc-redirect-url URL [--oidc-name N]
                   [--oidc-role-claim C] [--oidc-tenants-claim C]]
                                                           run the API, console and recovery jobs
-  idemgate worker [--tools FILE] [--metrics-addr ADDR] [--webhook-retention D]
+  idemgate worker [--tools FILE] [--metrics-addr ADDR] [--webhook-retention D] [--approval-warning D]
                                                           run the recovery jobs only
   idemgate migrate                                        apply pending schema migrations
   idemgate tenant create NAME

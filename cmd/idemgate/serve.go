@@ -32,6 +32,7 @@ type serveFlags struct {
 	poll, leaseMargin time.Duration
 	webhookWindow     time.Duration
 	webhookRetention  time.Duration
+	approvalWarning   time.Duration
 	trustProxy        string
 	trustedProxies    web.TrustedProxies
 	oidc              sso.Config
@@ -52,6 +53,8 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	fs.DurationVar(&f.webhookWindow, "webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
 	fs.DurationVar(&f.webhookRetention, "webhook-retention", jobs.DefaultWebhookRetention,
 		"how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
+	fs.DurationVar(&f.approvalWarning, "approval-warning", jobs.DefaultApprovalWarning,
+		"how long before an approval lapses the review.expiring webhook goes out (0: none)")
 	fs.StringVar(&f.trustProxy, "trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY"),
 		"address ranges of the reverse proxies in front (e.g. 10.0.0.0/8,192.168.0.0/16): their X-Forwarded-Proto and X-Forwarded-For are believed")
 	fs.StringVar(&f.oidc.Issuer, "oidc-issuer", env.getenv("IDEMGATE_OIDC_ISSUER"),
@@ -138,7 +141,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	}()
 	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
-		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention)},
+		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
+			ApprovalWarning: keepFor(f.approvalWarning)},
 			Publish: true, WebhookWindow: f.webhookWindow}}
 	if withHTTP {
 		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, SSO: f.sso}
@@ -182,8 +186,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	return err
 }
 
-// keepFor turns a retention flag, where 0 means forever, into the jobs' setting, where
-// forever is negative (their zero is the default).
+// keepFor turns a flag where 0 means forever (a retention) or never (a warning) into the
+// jobs' setting, where that is negative (their zero is the default).
 func keepFor(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1
