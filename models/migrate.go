@@ -203,8 +203,12 @@ CREATE TABLE sso_states (
 );
 CREATE INDEX sso_states_used ON sso_states (used_at);
 `},
-	{9, "approval deadlines", `
+	// A claim is a note on an open review ("Ann has it until 14:30"), not a lock: anyone may
+	// still act, so an absent claimant never blocks an incident.
+	{9, "review deadlines and claims", `
 ALTER TABLE reviews ADD COLUMN expiry_warned_at {{ts}};
+ALTER TABLE reviews ADD COLUMN claimed_by TEXT;
+ALTER TABLE reviews ADD COLUMN claimed_until {{ts}};
 `},
 }
 

@@ -183,6 +183,10 @@ type Review struct {
 	// ExpiryWarnedAt is when the warning that an approval review's window closes soon went
 	// out; nil until then, and for other reviews.
 	ExpiryWarnedAt *time.Time
+	// ClaimedBy (an actor, user:<email>) has taken the review until ClaimedUntil; a claim past
+	// that time is no claim.
+	ClaimedBy    *string
+	ClaimedUntil *time.Time
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -10,8 +10,17 @@ type ReviewFilter struct {
 	Tenant string
 	Tool   string
 	Reason string
+	// Claims narrows by claim: ClaimsMine (live claims of Actor) or ClaimsNone (no live claim).
+	Claims string
+	Actor  string
 	Limit  int
 }
+
+// Claim filters of the review queue.
+const (
+	ClaimsMine = "mine"
+	ClaimsNone = "unclaimed"
+)
 
 // QueueItem is an open review with what a reviewer needs to pick it: its operation's key,
 // tool and state.
@@ -26,6 +35,9 @@ type QueueItem struct {
 	Tool          string
 	State         State
 	WorkflowRunID *string
+	// ClaimedBy and ClaimedUntil say who has taken the review; a claim past its time is none.
+	ClaimedBy    *string
+	ClaimedUntil *time.Time
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -36,7 +48,8 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	}
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
-			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id").
+			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
+				"reviews.claimed_by, reviews.claimed_until").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
@@ -48,6 +61,15 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	}
 	if f.Reason != "" {
 		q = q.Where("reviews.reason = ?", f.Reason)
+	}
+	switch now := l.clock(); f.Claims {
+	case "":
+	case ClaimsMine:
+		q = q.Where("reviews.claimed_by = ? AND reviews.claimed_until > ?", f.Actor, now)
+	case ClaimsNone:
+		q = q.Where("(reviews.claimed_by IS NULL OR reviews.claimed_until <= ?)", now)
+	default:
+		return nil, false, errorf(CodeInvalid, "claims filter %q: use %s or %s", f.Claims, ClaimsMine, ClaimsNone)
 	}
 	var items []QueueItem
 	if err := q.Order("reviews.opened_at, reviews.id").Limit(f.Limit + 1).Scan(&items).Error; err != nil {

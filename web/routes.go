@@ -75,6 +75,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.POST("/operations/:id/actions/approve", con.Approve, reviewer...)
 	e.POST("/operations/:id/actions/reject", con.Reject, reviewer...)
 	e.POST("/operations/:id/actions/propose_compensation", con.ProposeCompensation, reviewer...)
+	e.POST("/operations/:id/claim", con.ClaimReview, reviewer...)
+	e.POST("/operations/:id/release", con.ReleaseReview, reviewer...)
 	e.GET("/audit", con.AuditLog, auditor...)
 	e.POST("/audit/verify", con.VerifyAudit, auditor...)
 	e.GET("/exports", con.Exports, auditor...)

@@ -1,0 +1,87 @@
+package models_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReviewClaims(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		ctx := context.Background()
+		var mu sync.Mutex
+		now := time.Now().UTC().Truncate(time.Second)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(by time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(by) }
+		db := testdb.Open(t, d)
+		_, _, c := webhookSetup(t, d, db)
+		l := models.New(models.Config{DB: db, Dialect: d, Now: clock})
+		ann := models.Requester{Actor: "user:ann@example.com"}
+		bob := models.Requester{Actor: "user:bob@example.com"}
+		acme := models.OnlyTenants("acme")
+
+		var ops []*models.Operation
+		for _, key := range []string{"a", "b"} {
+			in := newOp(c, key)
+			in.NeedsApproval = true
+			s, err := l.Submit(ctx, in)
+			require.NoError(t, err)
+			ops = append(ops, s.Op)
+		}
+		queue := func(who models.Requester, claims string) []string {
+			items, _, err := l.ReviewQueue(ctx, acme, models.ReviewFilter{Claims: claims, Actor: who.Actor, Limit: 10})
+			require.NoError(t, err)
+			var keys []string
+			for _, it := range items {
+				keys = append(keys, it.Key)
+			}
+			return keys
+		}
+
+		r, err := l.ClaimReview(ctx, acme, ann, "acme", ops[0].ID, 30*time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, "user:ann@example.com", r.ClaimHolder(now))
+		assert.Equal(t, []string{"a"}, queue(ann, models.ClaimsMine))
+		assert.Empty(t, queue(bob, models.ClaimsMine))
+		assert.Equal(t, []string{"b"}, queue(bob, models.ClaimsNone))
+
+		_, err = l.ClaimReview(ctx, acme, bob, "acme", ops[0].ID, 30*time.Minute)
+		require.Equal(t, models.CodeConflict, models.ErrorCode(err))
+		assert.Contains(t, err.Error(), "ann@example.com has taken this review")
+		_, err = l.ReleaseReview(ctx, acme, bob, "acme", ops[0].ID)
+		assert.Equal(t, models.CodeConflict, models.ErrorCode(err), "only the claimant gives a live claim back")
+
+		// A claim is a note, not a lock: bob may still decide.
+		_, err = l.Approve(ctx, models.Action{Scope: acme, Tenant: "acme", OperationID: ops[0].ID, Actor: bob.Actor,
+			Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 2, time.Hour)
+		require.NoError(t, err)
+
+		advance(31 * time.Minute)
+		assert.Empty(t, queue(ann, models.ClaimsMine), "a lapsed claim is no claim")
+		assert.Equal(t, []string{"a", "b"}, queue(bob, models.ClaimsNone))
+		r, err = l.ClaimReview(ctx, acme, bob, "acme", ops[0].ID, 0)
+		require.NoError(t, err, "a lapsed claim can be taken")
+		assert.Equal(t, now.Add(models.DefaultClaimTTL), r.ClaimedUntil.UTC())
+		_, err = l.ReleaseReview(ctx, acme, bob, "acme", ops[0].ID)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "b"}, queue(ann, models.ClaimsNone))
+
+		_, err = l.ClaimReview(ctx, models.OnlyTenants("other"), bob, "acme", ops[1].ID, 0)
+		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "outside the scope there is nothing to claim")
+		_, err = l.ClaimReview(ctx, models.Scope{}, bob, "acme", ops[1].ID, 0)
+		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
+		_, _, err = l.ReviewQueue(ctx, acme, models.ReviewFilter{Claims: "everyone's", Limit: 10})
+		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err))
+
+		entries, _, err := l.AuditEntries(ctx, models.AllTenants(), models.AuditSearch{Action: models.AuditReviewClaim, Limit: 10})
+		require.NoError(t, err)
+		assert.Len(t, entries, 2, "each claim is audited")
+	})
+}

@@ -1,0 +1,59 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Rita takes a review from the queue; Ravi is told she has it and cannot give it back for her;
+// an auditor cannot take one; a review of another tenant is not there for Rita.
+func TestReviewClaimsInTheConsole(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		op := desk.unknown(t, "acme", "order-1")
+		other := desk.unknown(t, "globex", "order-2")
+		page := "/operations/" + op.ID
+		claim := func(b *consoletest.Browser, id, verb string) (int, string) {
+			b.Get(t, "/reviews")
+			p := b.Post(t, "/operations/"+id+"/"+verb, url.Values{"next": {"/operations/" + id}})
+			return p.Status, p.Header.Get("Location")
+		}
+
+		status, to := claim(desk.rita, op.ID, "claim")
+		require.Equal(t, http.StatusSeeOther, status)
+		assert.Equal(t, page, to, "back where the form was")
+		assert.Contains(t, desk.rita.Get(t, page).Body, "You have this review until")
+
+		status, _ = claim(desk.ravi, op.ID, "claim")
+		require.Equal(t, http.StatusSeeOther, status)
+		assert.Contains(t, desk.ravi.Get(t, page).Body, "rita@example.com has taken this review")
+		claim(desk.ravi, op.ID, "release")
+		assert.Contains(t, desk.ravi.Get(t, page).Body, "only they can give it back")
+
+		status, _ = claim(desk.aud, op.ID, "claim")
+		assert.Equal(t, http.StatusForbidden, status, "auditors read, they do not take reviews")
+		status, _ = claim(desk.rita, other.ID, "claim")
+		assert.Equal(t, http.StatusNotFound, status, "another tenant's review is not there")
+
+		items, _, err := desk.con.Ledger.ReviewQueue(t.Context(), models.AllTenants(),
+			models.ReviewFilter{Claims: models.ClaimsMine, Actor: desk.ritaID, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, items, 1)
+		assert.Equal(t, op.ID, items[0].OperationID)
+
+		claim(desk.rita, op.ID, "release")
+		items, _, err = desk.con.Ledger.ReviewQueue(t.Context(), models.AllTenants(),
+			models.ReviewFilter{Claims: models.ClaimsNone, Limit: 10})
+		require.NoError(t, err)
+		assert.Len(t, items, 2, "both reviews are free again")
+	})
+}
