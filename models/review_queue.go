@@ -49,7 +49,7 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
-				"reviews.claimed_by, reviews.claimed_until").
+			"reviews.claimed_by, reviews.claimed_until").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
