@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -138,19 +137,11 @@ func (h *Console) ProposeCompensation(c echo.Context) error {
 
 // act runs one action on the operation of the request's :id and answers as described above.
 func (h *Console) act(c echo.Context, name string, do actionFunc) error {
-	v, err := currentViewer(c)
+	v, rec, err := h.viewedOperation(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	id, err := url.PathUnescape(c.Param("id"))
-	if err != nil {
-		return echo.ErrNotFound
-	}
-	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, id)
-	if err != nil {
-		return err
-	}
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
 		Result: c.FormValue("result")}}
 	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -97,19 +98,29 @@ func (h *Console) CreateAPIKey(c echo.Context) error {
 
 // RevokeAPIKey revokes an API key within the admin's scope.
 func (h *Console) RevokeAPIKey(c echo.Context) error {
+	return removeByID(h, c, "/admin#keys", h.Ledger.RevokeAPIKeyByID, func(k *models.APIKey) string {
+		return "API key " + k.Prefix + "… of " + k.Tenant + " revoked. Agents using it are refused from now on."
+	})
+}
+
+// removeByID ends the record the path's :id names (a revoke, a delete) within the admin's
+// scope and returns to the page at to with what happened. A record outside the scope is 404,
+// as a missing one; any other refusal is a notice on the page.
+func removeByID[T any](h *Console, c echo.Context, to string,
+	remove func(context.Context, models.Scope, models.Requester, string) (*T, error), said func(*T) string) error {
 	v, err := currentViewer(c)
 	if err != nil {
 		return err
 	}
-	k, err := h.Ledger.RevokeAPIKeyByID(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"))
+	r, err := remove(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"))
 	if models.ErrorCode(err) == models.CodeNotFound {
 		return err
 	}
 	msg := ""
-	if k != nil {
-		msg = "API key " + k.Prefix + "… of " + k.Tenant + " revoked. Agents using it are refused from now on."
+	if r != nil {
+		msg = said(r)
 	}
-	return h.adminDone(c, err, msg, "#keys")
+	return h.formDone(c, err, msg, to)
 }
 
 // CreateUser creates a console user. A tenant admin may only create users limited to some of

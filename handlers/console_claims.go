@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"net/url"
-
 	"github.com/idemgate/idemgate/models"
 	"github.com/labstack/echo/v4"
 )
@@ -29,15 +27,7 @@ func (h *Console) ReleaseReview(c echo.Context) error {
 }
 
 func (h *Console) changeClaim(c echo.Context, do func(v *Viewer, tenant, id string) (string, error)) error {
-	v, err := currentViewer(c)
-	if err != nil {
-		return err
-	}
-	id, err := url.PathUnescape(c.Param("id"))
-	if err != nil {
-		return echo.ErrNotFound
-	}
-	rec, err := h.Ledger.OperationRecord(c.Request().Context(), v.Scope, id)
+	v, rec, err := h.viewedOperation(c)
 	if err != nil {
 		return err
 	}

@@ -78,18 +78,28 @@ func parseLocal(s string) (time.Time, error) {
 	return time.Parse("2006-01-02T15:04:05", s) // browsers add seconds when step allows
 }
 
-// Operation shows one operation in full. An operation of a tenant outside the viewer's scope
-// is 404, exactly as a missing one.
-func (h *Console) Operation(c echo.Context) error {
+// viewedOperation is the signed-in viewer and the operation the path's :id names, read within
+// the viewer's scope: one outside it is CodeNotFound, as a missing one.
+func (h *Console) viewedOperation(c echo.Context) (*Viewer, *models.OperationRecord, error) {
 	v, err := currentViewer(c)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	id, err := url.PathUnescape(c.Param("id"))
 	if err != nil {
-		return echo.ErrNotFound
+		return nil, nil, echo.ErrNotFound
 	}
 	rec, err := h.Ledger.OperationRecord(c.Request().Context(), v.Scope, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, rec, nil
+}
+
+// Operation shows one operation in full. An operation of a tenant outside the viewer's scope
+// is 404, exactly as a missing one.
+func (h *Console) Operation(c echo.Context) error {
+	v, rec, err := h.viewedOperation(c)
 	if err != nil {
 		return err
 	}

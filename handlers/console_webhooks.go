@@ -118,19 +118,9 @@ func (h *Console) CreateWebhook(c echo.Context) error {
 
 // DeleteWebhook ends a subscription within the admin's scope.
 func (h *Console) DeleteWebhook(c echo.Context) error {
-	v, err := currentViewer(c)
-	if err != nil {
-		return err
-	}
-	s, err := h.Ledger.DeleteWebhook(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"))
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return err
-	}
-	msg := ""
-	if s != nil {
-		msg = "Webhook " + s.ID + " of " + s.Tenant + " deleted; its pending deliveries will not be sent."
-	}
-	return h.webhooksDone(c, err, msg, "#subscriptions")
+	return removeByID(h, c, "/admin/webhooks#subscriptions", h.Ledger.DeleteWebhook, func(s *models.WebhookSubscription) string {
+		return "Webhook " + s.ID + " of " + s.Tenant + " deleted; its pending deliveries will not be sent."
+	})
 }
 
 // Redeliver queues a delivery again, with the same webhook-id.

@@ -22,10 +22,8 @@ func TestWarnExpiringApprovals(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		t.Parallel()
 		ctx := context.Background()
-		var mu sync.Mutex
-		now := time.Now().UTC().Truncate(time.Second)
-		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		advance := func(by time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(by) }
+		clk := &handClock{t: time.Now().UTC().Truncate(time.Second)}
+		clock, advance := clk.Now, clk.Advance
 		cat, err := catalog.Load([]byte(webhookTools))
 		require.NoError(t, err)
 		db := testdb.Open(t, d)

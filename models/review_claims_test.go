@@ -2,7 +2,6 @@ package models_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +15,8 @@ func TestReviewClaims(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		t.Parallel()
 		ctx := context.Background()
-		var mu sync.Mutex
-		now := time.Now().UTC().Truncate(time.Second)
-		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		advance := func(by time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(by) }
+		clk := &handClock{t: time.Now().UTC().Truncate(time.Second)}
+		clock, advance := clk.Now, clk.Advance
 		db := testdb.Open(t, d)
 		_, _, c := webhookSetup(t, d, db)
 		l := models.New(models.Config{DB: db, Dialect: d, Now: clock})
@@ -47,7 +44,7 @@ func TestReviewClaims(t *testing.T) {
 
 		r, err := l.ClaimReview(ctx, acme, ann, "acme", ops[0].ID, 30*time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, "user:ann@example.com", r.ClaimHolder(now))
+		assert.Equal(t, "user:ann@example.com", r.ClaimHolder(clock()))
 		assert.Equal(t, []string{"a"}, queue(ann, models.ClaimsMine))
 		assert.Empty(t, queue(bob, models.ClaimsMine))
 		assert.Equal(t, []string{"b"}, queue(bob, models.ClaimsNone))
@@ -68,7 +65,7 @@ func TestReviewClaims(t *testing.T) {
 		assert.Equal(t, []string{"a", "b"}, queue(bob, models.ClaimsNone))
 		r, err = l.ClaimReview(ctx, acme, bob, "acme", ops[0].ID, 0)
 		require.NoError(t, err, "a lapsed claim can be taken")
-		assert.Equal(t, now.Add(models.DefaultClaimTTL), r.ClaimedUntil.UTC())
+		assert.Equal(t, clock().Add(models.DefaultClaimTTL), r.ClaimedUntil.UTC())
 		_, err = l.ReleaseReview(ctx, acme, bob, "acme", ops[0].ID)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a", "b"}, queue(ann, models.ClaimsNone))

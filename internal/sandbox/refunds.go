@@ -64,19 +64,9 @@ func (s *Sandbox) createRefund(c call) reply {
 // findRefund answers GET /refunds: with ?reference=, the first refund made under that
 // downstream key or by that operation; without it, every refund.
 func (s *Sandbox) findRefund(c call) reply {
-	q := c.r.URL.Query()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !q.Has("reference") {
-		return jsonReply(http.StatusOK, map[string]any{"refunds": s.refunds})
-	}
-	ref := q.Get("reference")
-	for _, r := range s.refunds {
-		if refersTo(ref, r.Reference, r.Operation) {
-			return jsonReply(http.StatusOK, r)
-		}
-	}
-	return errorReply(http.StatusNotFound, "not found")
+	return findByReference(c, "refunds", s.refunds, func(r *refund) (string, string) { return r.Reference, r.Operation })
 }
 
 // getRefund answers GET /refunds/{id}.

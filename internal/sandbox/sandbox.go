@@ -245,6 +245,23 @@ func referenceOf(r *http.Request) string {
 	return r.Header.Get("X-Idemgate-Operation")
 }
 
+// findByReference answers a resource list's GET, the caller holding the lock: with
+// ?reference=, the first item whose downstream key or operation it names (keys of returns
+// them); without it, every item, under list.
+func findByReference[T any](c call, list string, items []T, keys func(T) (reference, operation string)) reply {
+	q := c.r.URL.Query()
+	if !q.Has("reference") {
+		return jsonReply(http.StatusOK, map[string]any{list: items})
+	}
+	ref := q.Get("reference")
+	for _, it := range items {
+		if reference, operation := keys(it); refersTo(ref, reference, operation) {
+			return jsonReply(http.StatusOK, it)
+		}
+	}
+	return errorReply(http.StatusNotFound, "not found")
+}
+
 // refersTo reports whether a look-up's ?reference= names a resource recorded with reference
 // and operation: look-ups may name either.
 func refersTo(ref, reference, operation string) bool {

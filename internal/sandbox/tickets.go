@@ -88,19 +88,9 @@ func (s *Sandbox) createTicket(c call) reply {
 // key or by that operation (the first one, should a blind retry have created several);
 // without it, every ticket.
 func (s *Sandbox) findTicket(c call) reply {
-	q := c.r.URL.Query()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !q.Has("reference") {
-		return jsonReply(http.StatusOK, map[string]any{"tickets": s.tickets})
-	}
-	ref := q.Get("reference")
-	for _, t := range s.tickets {
-		if refersTo(ref, t.Reference, t.Operation) {
-			return jsonReply(http.StatusOK, t)
-		}
-	}
-	return errorReply(http.StatusNotFound, "not found")
+	return findByReference(c, "tickets", s.tickets, func(t *ticket) (string, string) { return t.Reference, t.Operation })
 }
 
 // getTicket answers GET /tickets/{id}.

@@ -135,43 +135,13 @@ func toJSONValue(v any) (any, error) {
 	return out, nil
 }
 
+// pointerPaths spell paths as JSON Pointers (RFC 6901), as schema errors name them.
+var pointerPaths = treePaths{
+	member:  func(path, key string) string { return path + "/" + escapeToken(key) },
+	element: func(path string, i int) string { return fmt.Sprintf("%s/%d", path, i) },
+}
+
+// stringKeys turns YAML's map[any]any into map[string]any throughout v.
 func stringKeys(v any, path string) (any, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			c, err := stringKeys(e, path+"/"+escapeToken(k))
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
-	case map[any]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("at %q: mapping key %v is not a string", path, k)
-			}
-			c, err := stringKeys(e, path+"/"+escapeToken(ks))
-			if err != nil {
-				return nil, err
-			}
-			out[ks] = c
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := stringKeys(e, fmt.Sprintf("%s/%d", path, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	default:
-		return v, nil
-	}
+	return pointerPaths.rebuild(v, path, func(v any, _ string) (any, error) { return v, nil })
 }

@@ -202,37 +202,25 @@ func parseParamsTemplate(params map[string]any) (*paramsTemplate, error) {
 	return &paramsTemplate{root: root.(map[string]any)}, nil
 }
 
+// templatePaths spell paths as the templates' errors name them: a.b[0].c.
+var templatePaths = treePaths{
+	member:  joinPath,
+	element: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) },
+}
+
+// compileLeaves parses every string of v as a template.
 func compileLeaves(v any, path string) (any, error) {
-	switch v := v.(type) {
-	case string:
-		ct, err := parseTemplate(v, compensationRoots)
+	return templatePaths.rebuild(v, path, func(v any, path string) (any, error) {
+		s, ok := v.(string)
+		if !ok {
+			return v, nil
+		}
+		ct, err := parseTemplate(s, compensationRoots)
 		if err != nil {
 			return nil, &pathError{path, err}
 		}
 		return ct, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			c, err := compileLeaves(e, joinPath(path, k))
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			c, err := compileLeaves(e, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	default:
-		return v, nil
-	}
+	})
 }
 
 func (pt *paramsTemplate) render(data *TemplateData) (map[string]any, error) {
