@@ -120,6 +120,7 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 	deadline := time.Now().Add(wait)
 	poll := pollInterval
 	woke := WaitPolled
+	watching := false
 	for !e.settled(op) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
@@ -128,8 +129,17 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 		}
 		changed, unsubscribe := e.ledger.Changes().Subscribe(op.ID)
 		// Read after subscribing, so a change committed in between is not missed; waiters
-		// of the same operation share the read.
-		fresh, err := e.reads.get(ctx, op.Tenant, op.ID, time.Now())
+		// of the same operation share the read. While another process may change the
+		// operation, the first read marks it watched, so that its changes notify this
+		// process's listener (changes made here wake the waiter in any case).
+		var fresh *models.Operation
+		var err error
+		if !watching && !e.holds(op) {
+			fresh, err = e.ledger.Watch(ctx, op.Tenant, op.ID)
+			watching = true
+		} else {
+			fresh, err = e.reads.get(ctx, op.Tenant, op.ID, time.Now())
+		}
 		if err != nil {
 			unsubscribe()
 			return nil, err
@@ -159,6 +169,12 @@ func (e *Executor) Wait(ctx context.Context, op *models.Operation, wait time.Dur
 	}
 	e.meter.Waited(woke)
 	return op, nil
+}
+
+// holds reports whether this process holds op's lease: its attempt is running here, and only
+// this process can record its outcome (or lose the lease, which the next poll finds).
+func (e *Executor) holds(op *models.Operation) bool {
+	return op.State == models.StateRunning && op.LeaseOwner != nil && *op.LeaseOwner == e.worker
 }
 
 // settled reports whether waiting longer cannot change op: it is terminal, or only people can

@@ -162,16 +162,12 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 		var err error
 		// Set returns a chain, not a session: without Session every statement of fn would
 		// pile onto one shared Statement.
-		tx = tx.Set(transitionsKey, &transitions).Session(&gorm.Session{})
+		var deferred pending
+		tx = tx.Set(transitionsKey, &transitions).Set(pendingKey, &deferred).Session(&gorm.Session{})
 		if changed, err = fn(tx); err != nil {
 			return err
 		}
-		if l.dialect == Postgres && len(changed) > 0 {
-			// Delivered at commit, to every replica's listener: a duplicate request waiting
-			// on another replica wakes as soon as this change is durable.
-			return tx.Exec("SELECT pg_notify(?, x) FROM unnest(?::text[]) AS x", notifyChannel, pgArray(changed)).Error
-		}
-		return nil
+		return l.flush(tx, &deferred, changed)
 	})
 	if err != nil {
 		return unavailable(what, err)
@@ -248,6 +244,11 @@ func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
 			return err
 		}
 		ev.Detail = ptr(string(b))
+	}
+	if v, ok := tx.Get(pendingKey); ok {
+		p := v.(*pending)
+		p.events = append(p.events, ev)
+		return nil
 	}
 	return tx.Create(&ev).Error
 }

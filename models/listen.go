@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,10 +19,6 @@ const ListenerApplicationName = "idemgate-listener"
 
 // keysChannel carries the ids of API keys just revoked, so every replica forgets them.
 const keysChannel = "idemgate_api_keys"
-
-// pgArray spells ids as a PostgreSQL text[] literal. Operation ids are ULID-based and contain
-// no characters that need quoting.
-func pgArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }
 
 // listenerCheck is how often an idle listener makes sure it still sits on the primary: after
 // a switchover that left the old primary running, it would otherwise go on listening there

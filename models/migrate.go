@@ -210,7 +210,39 @@ ALTER TABLE reviews ADD COLUMN expiry_warned_at {{ts}};
 ALTER TABLE reviews ADD COLUMN claimed_by TEXT;
 ALTER TABLE reviews ADD COLUMN claimed_until {{ts}};
 `},
+	{10, "hot path", hotPathSchema},
 }
+
+// hotPathSchema is migration step 10: what a new operation writes, and no more (docs/PERFORMANCE.md).
+//
+// watched is set by a waiter whose operation another process may settle (Ledger.Watch): only
+// then does a change of the operation notify the other replicas (Ledger.flush).
+//
+// Every index on operations, by the query it serves; an index whose rows a new operation never
+// has is partial on what its queries already require, so a new operation does not maintain it:
+//
+//	operations_pkey (id)                      reads by id (Get), every compare-and-set
+//	operations_tenant_op_key_key (tenant, op_key), unique   the claim (Submit) and the key look-up (GetByKey)
+//	operations_tenant_list (tenant, id)       the API's and console's lists, newest first (List, Search)
+//	operations_created (tenant, created_at)   lists by creation time, the dashboard's overdue list, approval expiry
+//	operations_lease (state, lease_expires_at)  the lease reaper; counts and oldest by state (gauges, dashboard)
+//	operations_retention (tool, completed_at) partial   retention (Purge)
+//	operations_sealed (id) partial            whether any params are sealed (data-key rotation)
+//	operations_due (state, next_attempt_at) WHERE next_attempt_at IS NOT NULL   claiming due work (ClaimDue); was full
+//	operations_probe (state, next_probe_at) WHERE next_probe_at IS NOT NULL     due reconcile probes; was full
+//	operations_workflow (tenant, workflow_run_id) WHERE workflow_run_id IS NOT NULL   a workflow's operations; was full
+//
+// Each partial index's queries compare its column with an operator that is false on NULL, so
+// PostgreSQL proves the predicate from the query whatever the parameters (generic plans too).
+const hotPathSchema = `
+ALTER TABLE operations ADD COLUMN watched BOOLEAN NOT NULL DEFAULT FALSE;
+DROP INDEX operations_due;
+CREATE INDEX operations_due ON operations (state, next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+DROP INDEX operations_probe;
+CREATE INDEX operations_probe ON operations (state, next_probe_at) WHERE next_probe_at IS NOT NULL;
+DROP INDEX operations_workflow;
+CREATE INDEX operations_workflow ON operations (tenant, workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+`
 
 // SchemaVersion is the version this build expects.
 func SchemaVersion() int { return migrations[len(migrations)-1].version }

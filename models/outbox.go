@@ -68,10 +68,23 @@ type notice struct {
 // A notice nobody subscribes to writes nothing: no message is kept that no one will receive.
 // Because it runs in the transaction of the change, the messages exist exactly when the change
 // does.
+//
+// Within Ledger.txn the work is deferred to the transaction's end (see flush), with a copy of
+// op as it stands now.
 func (l *Ledger) announce(tx *gorm.DB, now time.Time, op *Operation, notices ...notice) error {
 	if len(notices) == 0 {
 		return nil
 	}
+	if v, ok := tx.Get(pendingKey); ok {
+		p := v.(*pending)
+		p.announcements = append(p.announcements, announcement{at: now, op: *op, notices: notices})
+		return nil
+	}
+	return l.announceNow(tx, now, op, notices...)
+}
+
+// announceNow is announce, at once.
+func (l *Ledger) announceNow(tx *gorm.DB, now time.Time, op *Operation, notices ...notice) error {
 	var subs []WebhookSubscription
 	if err := tx.Select("id, events").Where("tenant = ? AND deleted_at IS NULL", op.Tenant).Find(&subs).Error; err != nil {
 		return fmt.Errorf("ledger: webhook subscriptions of %s: %w", op.Tenant, err)

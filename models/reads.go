@@ -19,9 +19,35 @@ func (l *Ledger) GetByKey(ctx context.Context, tenant, key string) (*Operation, 
 }
 
 var (
-	getOperation      = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND id = ?")
-	getOperationByKey = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND op_key = ?")
+	getOperation = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND id = ?")
+	// The key look-up answers every replay. It is planned for the values it is given, each
+	// time (customPlan): a plan PostgreSQL cached once per connection and reused while the
+	// ledger was empty scans every operation of the tenant through another index on tenant,
+	// and stays until an ANALYZE invalidates it. See docs/PERFORMANCE.md, The replay's plan.
+	getOperationByKey = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND op_key = ?").planned()
+	// watchOperation marks an operation as watched by a waiter of another process, returning
+	// it as it stands once the mark is committed (see Watch).
+	watchOperation = newRowQuery("UPDATE operations SET watched = TRUE WHERE tenant = ? AND id = ? AND NOT watched RETURNING " + operationColumns)
 )
+
+// Watch reads operation id for a waiter whose operation another process may change (one
+// this process does not hold the lease of): it sets the operation's watched flag, after which
+// every committed change of the operation notifies the replicas' listeners (see flush), and
+// returns the operation as it stands after the flag is set. The flag and the change are
+// ordered by the row lock both take, so no change escapes both the waiter's read and the
+// notification. On SQLite (one process, no notifications) it is Get.
+func (l *Ledger) Watch(ctx context.Context, tenant, id string) (*Operation, error) {
+	if l.dialect != Postgres {
+		return l.Get(ctx, tenant, id)
+	}
+	op, err := l.take(ctx, "watch operation", watchOperation, tenant, id)
+	if err == nil {
+		return op, nil
+	}
+	// Not found: already watched (or no such operation, which Get says). Another error
+	// (a server that takes no writes): the waiter still reads, and polls.
+	return l.Get(ctx, tenant, id)
+}
 
 func (l *Ledger) take(ctx context.Context, what string, q rowQuery, args ...any) (*Operation, error) {
 	var op Operation

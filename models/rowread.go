@@ -16,6 +16,15 @@ import (
 type rowQuery struct {
 	portable string // '?' placeholders, for GORM on any engine
 	numbered string // $1, $2, … for pgx
+	// customPlan has PostgreSQL plan the statement for its values at each execution (pgx
+	// sends it as the unnamed statement), never from a plan cached on the connection.
+	customPlan bool
+}
+
+// planned returns q planned afresh at each execution.
+func (q rowQuery) planned() rowQuery {
+	q.customPlan = true
+	return q
 }
 
 func newRowQuery(q string) rowQuery {
@@ -53,6 +62,12 @@ func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...a
 		pc, ok := driverConn.(*stdlib.Conn)
 		if !ok {
 			return errors.New("ledger: the postgres pool does not hold pgx connections")
+		}
+		if q.customPlan {
+			// The unnamed statement is parsed and planned with its parameters on every
+			// execution (PostgreSQL's choose_custom_plan); the description pgx caches
+			// spares the describe round trip.
+			args = append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 		}
 		return pc.Conn().QueryRow(ctx, q.numbered, args...).Scan(dest...)
 	})

@@ -1,0 +1,111 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// pending is what a ledger transaction defers to its end (Ledger.flush): its events, written
+// together, and its webhook announcements, written only when a live subscription may want
+// them. A new operation's transactions each append two events and announce one change; writing
+// them as they came cost a round trip per event and one for the subscriptions, where the
+// database's floor (../shared/perf/floor) pays one INSERT for the events and nothing else.
+// Nothing reads an event back within the transaction that appends it.
+type pending struct {
+	events        []Event
+	announcements []announcement
+}
+
+// announcement is one deferred call of announceNow: op as it stood after its change.
+type announcement struct {
+	at      time.Time
+	op      Operation
+	notices []notice
+}
+
+const pendingKey = "idemgate:pending"
+
+// flush writes what tx deferred, and on PostgreSQL notifies the other replicas of the changed
+// operations that one of their waiters watches (Ledger.Watch), all in one statement:
+//
+//   - the events, in one multi-row INSERT, in the order they were appended;
+//   - pg_notify only for operations whose watched flag is set. A notification makes
+//     PostgreSQL serialise the commits of every notifying transaction (the async queue's
+//     lock is held from pre-commit to the end of the commit, fsync included), which cost
+//     the floor itself 60 % of its rate; without a watcher nobody is listening for it;
+//   - whether any tenant it announced to has a live webhook subscription. Only then are the
+//     subscriptions read and the outbox written (announceNow), still in this transaction: the
+//     answer is the database's within the transaction, so a subscription created on another
+//     replica a moment ago is seen exactly as a separate SELECT would see it.
+//
+// On SQLite (one process: no notifications) the events are one INSERT and the announcements
+// read the subscriptions as before.
+func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
+	if l.dialect != Postgres {
+		if len(p.events) > 0 {
+			if err := tx.Create(&p.events).Error; err != nil {
+				return err
+			}
+		}
+		return l.announceAll(tx, p.announcements)
+	}
+	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	args := make([]any, 0, len(p.events)*9+3)
+	q.WriteString("WITH ")
+	if len(p.events) > 0 {
+		q.WriteString("ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) VALUES ")
+		for i, e := range p.events {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, e.OperationID, e.Tenant, e.At, e.Type, e.FromState, e.ToState, e.Attempt, e.Actor, e.Detail)
+		}
+		q.WriteString("), ")
+	}
+	// A watcher's flag is set by an UPDATE of the operation's row (Watch), so it is ordered
+	// against this transaction's own UPDATE of that row: either the flag committed first and
+	// this transaction's row carries it, or the watcher's UPDATE waited for this commit and
+	// reads its outcome.
+	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id IN ? AND watched) " +
+		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL)")
+	ids := changed
+	if len(ids) == 0 {
+		ids = []string{""} // no operation has the empty id
+	}
+	args = append(args, notifyChannel, ids, announcedTenants(p.announcements))
+	var notified int64
+	var subscribed bool
+	if err := tx.Raw(q.String(), args...).Row().Scan(&notified, &subscribed); err != nil {
+		return fmt.Errorf("ledger: write events and notify: %w", err)
+	}
+	if !subscribed {
+		return nil
+	}
+	return l.announceAll(tx, p.announcements)
+}
+
+// announcedTenants lists the tenants of announcements, never empty (no tenant is named "").
+func announcedTenants(list []announcement) []string {
+	out := []string{""}
+	for _, a := range list {
+		out = append(out, a.op.Tenant)
+	}
+	return out
+}
+
+// announceAll writes the outbox messages of the deferred announcements, in order.
+func (l *Ledger) announceAll(tx *gorm.DB, list []announcement) error {
+	for i := range list {
+		if err := l.announceNow(tx, list[i].at, &list[i].op, list[i].notices...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
