@@ -80,6 +80,19 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect,
 // sqliteReaders is how many connections read an SQLite ledger beside its one writer.
 const sqliteReaders = 4
 
+// SQLiteReaders is sqliteReaders, for the SQLite floor of cmd/idembench.
+const SQLiteReaders = sqliteReaders
+
+// SQLitePragmas are the settings of every connection to an SQLite ledger, appended to its path:
+// WAL lets readers proceed beside the writer; busy_timeout makes a second process wait for the
+// write lock instead of failing; foreign keys are off by default in SQLite. The readers also
+// take SQLiteReaderPragmas. Exported so that cmd/idembench's SQLite floor opens its file as the
+// ledger does.
+const (
+	SQLitePragmas       = "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+	SQLiteReaderPragmas = "&_pragma=query_only(1)"
+)
+
 // openSQLite opens an SQLite ledger as two pools over one file: one connection that every
 // transaction and write goes through, and a few read-only connections for the statements
 // outside transactions (GORM's dbresolver sends each where it belongs). SQLite has one
@@ -92,11 +105,8 @@ func openSQLite(ctx context.Context, dsn string, cfg *gorm.Config, opts Options)
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
 	readPath := path
 	if !strings.Contains(path, "?") {
-		// WAL lets readers proceed beside the writer; busy_timeout makes a second process wait
-		// for the write lock instead of failing; foreign keys are off by default in SQLite.
-		const pragmas = "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
-		path += pragmas
-		readPath += pragmas + "&_pragma=query_only(1)"
+		path += SQLitePragmas
+		readPath += SQLitePragmas + SQLiteReaderPragmas
 	}
 	drv, err := sqliteDriver()
 	if err != nil {

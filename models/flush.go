@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -80,9 +81,8 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		ids = []string{""} // no operation has the empty id
 	}
 	args = append(args, notifyChannel, ids, announcedTenants(p.announcements))
-	var notified int64
-	var subscribed bool
-	if err := tx.Raw(q.String(), args...).Row().Scan(&notified, &subscribed); err != nil {
+	subscribed, err := flushRow(tx, q.String(), args)
+	if err != nil {
 		return fmt.Errorf("ledger: write events and notify: %w", err)
 	}
 	if !subscribed {
@@ -108,4 +108,24 @@ func (l *Ledger) announceAll(tx *gorm.DB, list []announcement) error {
 		}
 	}
 	return nil
+}
+
+// flushRow runs flush's statement and reads whether a subscription may want its announcements.
+func flushRow(tx *gorm.DB, q string, args []any) (subscribed bool, err error) {
+	rows, err := tx.Raw(q, args...).Rows()
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+		return false, errors.New("no row")
+	}
+	var notified int64
+	if err := rows.Scan(&notified, &subscribed); err != nil {
+		return false, err
+	}
+	return subscribed, rows.Close()
 }

@@ -232,22 +232,26 @@ func TestPayloadIsTheMaskedOperationObject(t *testing.T) {
 
 var errInjected = errors.New("injected failure")
 
-// failOn makes INSERTs into table fail while armed is set, once an INSERT into counted was
-// attempted (writes counts those): the transaction fails after the outbox row.
-func failOn(t *testing.T, db *gorm.DB, table, counted string, armed *atomic.Bool, writes *atomic.Int32) {
+// failOn makes INSERTs into table fail while armed is set; with afterOutbox, only once an
+// INSERT into the outbox was attempted. writes counts those outbox INSERTs. The events of a
+// transaction are written by the statement that ends it (Ledger.flush: on PostgreSQL a raw
+// statement, which GORM runs through its row callbacks), so both kinds of callback are watched.
+func failOn(t *testing.T, db *gorm.DB, table string, afterOutbox bool, armed *atomic.Bool, writes *atomic.Int32) {
 	t.Helper()
-	err := db.Callback().Create().Before("gorm:create").Register("test:fail_"+table, func(tx *gorm.DB) {
+	check := func(tx *gorm.DB) {
 		if !armed.Load() {
 			return
 		}
-		if tx.Statement.Table == counted {
+		if tx.Statement.Table == "outbox" {
 			writes.Add(1)
 		}
-		if tx.Statement.Table == table && writes.Load() > 0 {
+		into := tx.Statement.Table == table || strings.Contains(tx.Statement.SQL.String(), "INSERT INTO "+table+" ")
+		if into && (!afterOutbox || writes.Load() > 0) {
 			_ = tx.AddError(errInjected)
 		}
-	})
-	require.NoError(t, err)
+	}
+	require.NoError(t, db.Callback().Create().Before("gorm:create").Register("test:fail_"+table, check))
+	require.NoError(t, db.Callback().Row().Before("gorm:row").Register("test:fail_row_"+table, check))
 }
 
 // TestOutboxCommitsWithTheChange fails the transaction of a state change half-way and finds
@@ -256,15 +260,20 @@ func failOn(t *testing.T, db *gorm.DB, table, counted string, armed *atomic.Bool
 func TestOutboxCommitsWithTheChange(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
-		for _, tc := range []struct{ name, fails string }{
-			{"the event after the outbox rows fails", "events"},
-			{"the deliveries after the outbox row fail", "webhook_deliveries"},
+		for _, tc := range []struct {
+			name, fails  string
+			afterOutbox  bool
+			outboxWrites int32
+		}{
+			// The events are written at the transaction's end, before its outbox rows.
+			{"the events fail", "events", false, 0},
+			{"the deliveries after the outbox row fail", "webhook_deliveries", true, 1},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				db := testdb.Open(t, d)
 				var armed atomic.Bool
 				var outboxWrites atomic.Int32
-				failOn(t, db, tc.fails, "outbox", &armed, &outboxWrites)
+				failOn(t, db, tc.fails, tc.afterOutbox, &armed, &outboxWrites)
 				l, _, c := webhookSetup(t, d, db)
 				subscribe(t, l, "acme", models.WebhookEventTypes...)
 				cl := running(t, l, c, "half-way")
@@ -273,7 +282,7 @@ func TestOutboxCommitsWithTheChange(t *testing.T) {
 				err := l.FinishAttempt(ctx, cl, "w1", succeeded)
 				armed.Store(false)
 				require.ErrorIs(t, err, errInjected)
-				assert.EqualValues(t, 1, outboxWrites.Load(), "the outbox row was written before the failure")
+				assert.Equal(t, tc.outboxWrites, outboxWrites.Load(), "outbox rows written before the failure")
 
 				op, err := l.Get(ctx, "acme", cl.Op.ID)
 				require.NoError(t, err)

@@ -5,8 +5,14 @@
 //
 //	go run ./cmd/idembench --database postgres://postgres@127.0.0.1:5432/postgres --concurrency 16 --duration 10s
 //
-// --only runs some scenarios (baseline, new, replay, replay-old, storm). --preload N first
-// writes N finished operations into the ledger, which replay-old then replays at random.
+// --only runs some scenarios (baseline, new, replay, replay-old, storm, plan). --preload N first
+// writes N finished operations into the ledger, which replay-old then replays at random. plan
+// (PostgreSQL, an empty ledger) compares replays on connections that planned while the ledger
+// was empty with a fresh process's (plan.go).
+//
+// --floor sqlite runs no gateway: it measures the database floor on SQLite (sqlitefloor.go),
+// the statements of ../shared/perf/floor through the driver the ledger uses, for the
+// scenarios new and replay.
 // --cpuprofile and --memprofile write pprof profiles of the measured scenarios (the
 // in-process gateway and the load it is under, so read the handler's share with -focus).
 package main
@@ -47,10 +53,11 @@ type config struct {
 	memProfile  string
 	preload     int64
 	tenant      string
+	floor       string
 }
 
 // scenarioNames are the values --only accepts, in the order scenarios run.
-var scenarioNames = []string{"baseline", "new", "replay", "replay-old", "storm"}
+var scenarioNames = []string{"baseline", "new", "replay", "replay-old", "storm", "plan"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("idembench", flag.ContinueOnError)
@@ -61,10 +68,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each scenario runs")
 	fs.IntVar(&cfg.storm, "storm", 1000, "concurrent duplicates of one new key in the storm scenario")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print JSON instead of a table")
-	only := fs.String("only", strings.Join(scenarioNames, ","), "scenarios to run, comma-separated")
+	only := fs.String("only", "baseline,new,replay,replay-old,storm", "scenarios to run, comma-separated, of "+strings.Join(scenarioNames, ","))
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the scenarios to this file")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile of the scenarios to this file")
-	fs.Int64Var(&cfg.preload, "preload", 0, "first write this many finished operations into the ledger (PostgreSQL), for the replay-old scenario")
+	fs.Int64Var(&cfg.preload, "preload", 0, "first write this many finished operations into the ledger, for the replay-old scenario (with --floor sqlite: the floor's, default 200000)")
+	fs.StringVar(&cfg.floor, "floor", "", "measure the database floor instead of a gateway: sqlite")
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant to run as, created unless it exists (default: a new one per run); a later run with the same tenant reuses its preloaded operations")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,6 +82,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--only: unknown scenario %q (want some of %s)", name, strings.Join(scenarioNames, ","))
 		}
 		cfg.only = append(cfg.only, name)
+	}
+	if cfg.floor != "" {
+		if cfg.floor != "sqlite" {
+			return fmt.Errorf("--floor: only sqlite (PostgreSQL's floor is pgbench's: see run.sh)")
+		}
+		results, err := sqliteFloor(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return report(stdout, "sqlite floor", cfg, results)
 	}
 	gw, err := startGateway(ctx, cfg.database, cfg.tenant)
 	if err != nil {
@@ -90,12 +108,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	return report(stdout, gw.dialect, cfg, results)
+}
+
+func report(stdout io.Writer, dialect string, cfg config, results []result) error {
 	if cfg.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"database": gw.dialect, "concurrency": cfg.concurrency, "duration": cfg.duration.String(), "results": results})
+		return enc.Encode(map[string]any{"database": dialect, "concurrency": cfg.concurrency, "duration": cfg.duration.String(), "results": results})
 	}
-	return printTable(stdout, gw.dialect, cfg, results)
+	return printTable(stdout, dialect, cfg, results)
 }
 
 // measure runs the chosen scenarios, under the profiler when asked.
@@ -135,6 +157,13 @@ func measure(ctx context.Context, gw *gateway, cfg config) ([]result, error) {
 			return nil, err
 		}
 		results = append(results, r)
+	}
+	if slices.Contains(cfg.only, "plan") {
+		plan, err := planScenario(ctx, gw, cfg.database, cfg.concurrency, cfg.duration)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, plan...)
 	}
 	if slices.Contains(cfg.only, "storm") {
 		storm, err := gw.storm(ctx, cfg.storm)

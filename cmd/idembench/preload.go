@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/models"
@@ -18,8 +19,8 @@ import (
 
 // preload writes n SUCCEEDED operations of the bench tool straight into the operations table,
 // as if agents had made them over months: keys "old-1" … "old-n", params {"n":i}, fingerprints
-// computed as the API computes them, so that each replays. It uses COPY (PostgreSQL only) and
-// reports progress on w.
+// computed as the API computes them, so that each replays. It uses COPY on PostgreSQL, multi-row
+// INSERTs in one transaction on SQLite, and reports progress on w.
 //
 // Only operations rows are written: a replay reads nothing else. The events and attempts a
 // real ledger holds beside them would compete for the database's cache, which on a machine
@@ -28,15 +29,12 @@ func (g *gateway) preload(ctx context.Context, db *gorm.DB, n int64, w io.Writer
 	if n <= 0 {
 		return nil
 	}
-	if g.dialect != string(models.Postgres) {
-		return errors.New("--preload needs a PostgreSQL --database")
-	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return err
 	}
 	var have int64
-	if err := sqlDB.QueryRowContext(ctx, "SELECT count(*) FROM operations WHERE tenant = $1 AND op_key LIKE 'old-%'", g.tenant).Scan(&have); err != nil {
+	if err := db.WithContext(ctx).Raw("SELECT count(*) FROM operations WHERE tenant = ? AND op_key LIKE 'old-%'", g.tenant).Scan(&have).Error; err != nil {
 		return err
 	}
 	switch {
@@ -46,12 +44,15 @@ func (g *gateway) preload(ctx context.Context, db *gorm.DB, n int64, w io.Writer
 	case have != 0:
 		return fmt.Errorf("tenant %s holds %d preloaded operations, not %d: use another --tenant", g.tenant, have, n)
 	}
+	start := time.Now()
+	if g.dialect != string(models.Postgres) {
+		return g.preloadSQLite(ctx, sqlDB, n, start, w)
+	}
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	start := time.Now()
 	return conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
 		const batch = 500_000
@@ -105,4 +106,37 @@ func (g *gateway) replayOld(ctx context.Context, _ int64) error {
 	status, err := g.post(ctx, g.url+"/v1/operations", "old-"+strconv.FormatInt(i, 10),
 		`{"tool":"bench.write","params":{"n":`+strconv.FormatInt(i, 10)+`}}`, true)
 	return expect(status, err, http.StatusOK)
+}
+
+// preloadSQLite is preload's SQLite path: rows of 500 per INSERT, in one transaction on the
+// ledger's writer connection.
+func (g *gateway) preloadSQLite(ctx context.Context, db *sql.DB, n int64, start time.Time, w io.Writer) error {
+	const rowsPer = 500
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows := &preloadRows{g: g, next: 1, last: n, at: start.Add(-time.Duration(n) * time.Second).UTC()}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(preloadColumns)), ", ") + ")"
+	for more := true; more; {
+		var args []any
+		k := 0
+		for ; k < rowsPer && rows.Next(); k++ {
+			args = append(args, rows.row...)
+		}
+		if more = k == rowsPer; k == 0 {
+			break
+		}
+		q := "INSERT INTO operations (" + strings.Join(preloadColumns, ", ") + ") VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", k), ", ")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "preloaded %d operations (%s)\n", n, time.Since(start).Round(time.Second))
+	_, err = db.ExecContext(ctx, "ANALYZE")
+	return err
 }

@@ -1,78 +1,158 @@
 #!/usr/bin/env bash
-# Runs the pgbench floor and idembench side by side on the same PostgreSQL, in a throwaway
-# schema, and prints the ratios.
+# Measures idemgate against the database floor of ../shared/perf/floor (the SPEC floor: a new
+# operation and a replay written minimally, on a minimal schema) on the same PostgreSQL, in the
+# same run, and prints every ratio of issue 16 with its round-by-round spread:
 #
-#   cmd/idembench/run.sh [postgres-url]   ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10) override;
-#                                 IDEMBENCH names a prebuilt idembench (an earlier commit's)
+#   - new operations:  idembench `new` (16 in flight)         ÷ pgbench new_op_spec.sql
+#   - replays:         idembench `replay-old` (random keys of
+#                      200,000 preloaded operations)          ÷ pgbench replay.sql (after preload.sql)
+#   - one at a time:   idembench `new` p50 at concurrency 1   ÷ (new_op_spec.sql's p50 at 1 client
+#                                                               + the downstream's p50 at 1: `baseline`)
+#   - SQLite:          idembench on SQLite, new and replay-old ÷ idembench --floor sqlite (the same
+#                      statements through the same driver, glebarez/sqlite, no gateway)
 #
-# Each round measures the floor and idemgate back to back, new operations then replays, so a
-# ratio compares two runs a few seconds apart: on a shared machine throughput drifts by a
-# quarter from one minute to the next, a ratio much less. The median round is reported.
+# pgbench runs with -M prepared (the protocol pgx uses), -j 2, on its own database with the
+# floor's schema; idemgate runs on another database. Our own SQL's floor (cmd/idembench/pgbench:
+# idemgate's statements as pgbench would send them) is printed beside, labelled as such: it says
+# how fast the database runs our SQL, not how close our SQL is to what the job needs. Once, at
+# the end: the replay plan check (idembench `plan`: a gateway that started on an empty ledger,
+# after a burst of new operations, against a fresh process) and the duplicate storm.
 #
-# The floor is pgbench with its default (simple) query protocol, the stated target's basis;
-# the same scripts with -M prepared, the protocol idemgate's driver uses, are printed beside
-# it as the stricter ceiling. The baseline (downstream alone) and the storm run once.
+#   cmd/idembench/run.sh [postgres-url]
+#     ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10), SQLITE_ROWS (20000: preloaded for the
+#     SQLite replays, floor and gateway alike), FLOOR (../shared/perf/floor, from the repository
+#     root), IDEMBENCH (a prebuilt idembench, e.g. an earlier commit's, for "before" figures)
+#
+# Each round runs floor and gateway back to back, so a ratio compares runs seconds apart: on a
+# shared machine throughput drifts by a quarter from one minute to the next, a ratio much less.
+# The median round is reported with every round's ratio.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-SCHEMA=bench_$(date +%s)
+FLOOR=${FLOOR:-../shared/perf/floor}
 ROUNDS=${ROUNDS:-3}
 C=${CONCURRENCY:-16}
 T=${SECONDS_PER_RUN:-10}
+SQLITE_ROWS=${SQLITE_ROWS:-20000}
+STAMP=$(date +%s)
 OUT=$(mktemp -d)
 export PGOPTIONS="-c client_min_messages=warning"
-psql -q "$URL" -c "CREATE SCHEMA $SCHEMA"
-trap 'psql -q "$URL" -c "DROP SCHEMA $SCHEMA CASCADE"; rm -rf "$OUT"' EXIT
-SURL="$URL&search_path=$SCHEMA"
-[[ "$URL" == *\?* ]] || SURL="$URL?search_path=$SCHEMA"
+
+with_db() { # url database → the url naming that database
+	python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$1" "$2"
+}
+FLOORDB=floor16_$STAMP GWDB=idemgate16_$STAMP PLANDB=plan16_$STAMP
+FURL=$(with_db "$URL" "$FLOORDB") GURL=$(with_db "$URL" "$GWDB") PURL=$(with_db "$URL" "$PLANDB")
+psql -q "$URL" -c "CREATE DATABASE $FLOORDB" -c "CREATE DATABASE $GWDB" -c "CREATE DATABASE $PLANDB"
+trap 'psql -q "$URL" -c "DROP DATABASE IF EXISTS $FLOORDB" -c "DROP DATABASE IF EXISTS $GWDB" -c "DROP DATABASE IF EXISTS $PLANDB"; rm -rf "$OUT"' EXIT
+
+# The floor's scripts are copied at run time (the directory is read-only, and a run should not
+# change if it is edited meanwhile).
+mkdir "$OUT/floor" && cp "$FLOOR"/*.sql "$OUT/floor/"
 go build -o "$OUT/idemgate" ./cmd/idemgate
-if [[ -n "${IDEMBENCH:-}" ]]; then # a prebuilt idembench, e.g. one built from an earlier commit
+if [[ -n "${IDEMBENCH:-}" ]]; then
 	cp "$IDEMBENCH" "$OUT/idembench"
 else
 	go build -o "$OUT/idembench" ./cmd/idembench
 fi
-IDEMGATE_DATABASE_URL="$SURL" "$OUT/idemgate" migrate >/dev/null
-PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" psql -q "$URL" -f cmd/idembench/pgbench/setup.sql
+echo "preparing: the floor's schema and 200,000 operations; idemgate's schema" >&2
+psql -q "$FURL" -f "$OUT/floor/schema.sql"
+psql -q "$FURL" -v n=200000 -f "$OUT/floor/preload.sql"
+IDEMGATE_DATABASE_URL="$GURL" "$OUT/idemgate" migrate >/dev/null
+psql -q "$GURL" -f cmd/idembench/pgbench/setup.sql
 
-floor() { # script protocol
-	PGOPTIONS="$PGOPTIONS -c search_path=$SCHEMA" pgbench -n -M "$2" -c "$C" -j 2 -T "$T" -f "cmd/idembench/pgbench/$1.sql" "$URL" 2>/dev/null |
-		awk '/^tps/ {print int($3)}'
+pgb() { # database script clients [extra pgbench flags] → tps
+	local db=$1 script=$2 clients=$3
+	shift 3
+	pgbench -n -M prepared -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "$T" "$@" -f "$script" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}'
 }
-gateway() { # scenarios output
-	"$OUT/idembench" --database "$SURL" --concurrency "$C" --duration "${T}s" --only "$1" --json >"$OUT/$2.json"
+pgb_p50() { # database script → p50 in ns of one client's scripts (from pgbench's log)
+	rm -f "$OUT"/c1log*
+	(cd "$OUT" && pgbench -n -M prepared -c 1 -j 1 -T "$T" -l --log-prefix=c1log -f "$1" "$2" >/dev/null 2>&1)
+	cat "$OUT"/c1log* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print int(a[int((NR+1)/2)] * 1000)}'
 }
+bench() { # output idembench-args…
+	local out=$1
+	shift
+	"$OUT/idembench" --json --duration "${T}s" "$@" >"$OUT/$out.json"
+}
+
 for r in $(seq "$ROUNDS"); do
 	echo "round $r of $ROUNDS" >&2
-	floor new_operation simple >"$OUT/floor-new-$r"
-	gateway new "new-$r"
-	floor replay simple >"$OUT/floor-replay-$r"
-	gateway replay "replay-$r"
+	pgb "$FURL" "$OUT/floor/new_op_spec.sql" "$C" >"$OUT/floor-new-$r"
+	bench "new-$r" --database "$GURL" --tenant bench16 --preload 200000 --concurrency "$C" --only new
+	pgb "$FURL" "$OUT/floor/replay.sql" "$C" >"$OUT/floor-replay-$r"
+	bench "replay-$r" --database "$GURL" --tenant bench16 --preload 200000 --concurrency "$C" --only replay-old
+	pgb_p50 "$OUT/floor/new_op_spec.sql" "$FURL" >"$OUT/floor-one-$r"
+	bench "one-$r" --database "$GURL" --tenant bench16 --concurrency 1 --only baseline,new
+	"$OUT/idembench" --json --duration "${T}s" --floor sqlite --preload "$SQLITE_ROWS" --concurrency "$C" --only new,replay >"$OUT/sqlite-floor-$r.json"
+	bench "sqlite-$r" --database "$OUT/gateway.db" --tenant bench16 --preload "$SQLITE_ROWS" --concurrency "$C" --only new,replay-old
 done
-floor new_operation prepared >"$OUT/prepared-new"
-floor replay prepared >"$OUT/prepared-replay"
-gateway baseline,storm extra
+echo "our own SQL's floor, the replay plan check, the storm" >&2
+pgb "$GURL" cmd/idembench/pgbench/new_operation.sql "$C" >"$OUT/own-new"
+pgb "$GURL" cmd/idembench/pgbench/replay.sql "$C" >"$OUT/own-replay"
+bench plan --database "$PURL" --concurrency "$C" --only plan
+bench storm --database "$GURL" --only storm
 
 python3 - "$OUT" "$ROUNDS" "$C" "$T" <<'PY'
 import json, statistics, sys
 out, rounds, c, t = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-read = lambda name: open(f"{out}/{name}").read().strip()
-result = lambda name: json.load(open(f"{out}/{name}.json"))["results"]
+num = lambda name: int(open(f"{out}/{name}").read().strip())
+res = lambda name: {x["name"]: x for x in json.load(open(f"{out}/{name}.json"))["results"]}
 ms = lambda ns: f"{ns / 1e6:.2f} ms"
-print(f"{'scenario':<28} {'round':>5} {'req/s':>8} {'p50':>10} {'p90':>10} {'p99':>10} {'CPU/req':>8} {'floor/s':>8} {'ratio':>6}")
-for scenario, script in (("new", "new"), ("replay", "replay")):
+
+def line(what, ratios, target, better="higher"):
+    ok = (lambda x: x >= target) if better == "higher" else (lambda x: x <= target)
+    med = statistics.median(ratios)
+    verdict = "meets" if ok(med) else "MISSES"
+    print(f"  => {what}: median {med:.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)}; "
+          f"spread {min(ratios):.2f}–{max(ratios):.2f}); target {'≥' if better == 'higher' else '≤'} {target}: {verdict}")
+
+print(f"PostgreSQL, {c} in flight, {t} s per run, {rounds} rounds; floor = ../shared/perf/floor, pgbench -M prepared\n")
+print(f"{'round':>5} {'idemgate/s':>10} {'p50':>9} {'CPU/req':>8} {'floor/s':>8} {'ratio':>6}")
+for scenario, gw_name, floor_file, target in (
+        ("new operations", "new operations", "floor-new", 0.6),
+        ("replays (random keys of 200,000)", "replays across the ledger", "floor-replay", 0.5)):
+    print(scenario)
     ratios = []
+    key = "new" if floor_file == "floor-new" else "replay"
     for r in range(1, rounds + 1):
-        g = result(f"{scenario}-{r}")[0]
-        floor = int(read(f"floor-{script}-{r}"))
-        ratios.append((g["per_second"] / floor, r, g, floor))
-        print(f"{g['name']:<28} {r:>5} {g['per_second']:>8.0f} {ms(g['p50_ns']):>10} {ms(g['p90_ns']):>10} {ms(g['p99_ns']):>10} "
-              f"{g['cpu_per_request_ns'] / 1e3:>6.0f}µs {floor:>8} {g['per_second'] / floor:>6.0%}")
-    ratio, r, g, floor = sorted(ratios, key=lambda x: x[0])[len(ratios) // 2]
-    prepared = int(read(f"prepared-{script}"))
-    print(f"  -> {g['name']}: median round {r}: {g['per_second']:.0f}/s of a {floor}/s floor = {ratio:.0%} "
-          f"(rounds {', '.join(f'{x[0]:.0%}' for x in ratios)}; -M prepared floor {prepared}/s)")
-for g in result("extra"):
-    print(f"{g['name']:<28} {'':>5} {g['per_second']:>8.0f} {ms(g['p50_ns']):>10} {ms(g['p90_ns']):>10} {ms(g['p99_ns']):>10} "
-          f"{g['cpu_per_request_ns'] / 1e3:>6.0f}µs  {g.get('note', '')}")
-print(f"(PostgreSQL, concurrency {c}, {t} s per run, {rounds} rounds)")
+        g, f = res(f"{key}-{r}")[gw_name], num(f"{floor_file}-{r}")
+        ratios.append(g["per_second"] / f)
+        print(f"{r:>5} {g['per_second']:>10.0f} {ms(g['p50_ns']):>9} {g['cpu_per_request_ns'] / 1e3:>6.0f}µs {f:>8} {ratios[-1]:>6.2f}")
+    line(f"{scenario} ÷ SPEC floor", ratios, target)
+
+print("one at a time (concurrency 1): new operation p50 ÷ (floor p50 + downstream p50)")
+print(f"{'round':>5} {'idemgate p50':>12} {'floor p50':>10} {'downstream':>10} {'ratio':>6}")
+ratios = []
+for r in range(1, rounds + 1):
+    one = res(f"one-{r}")
+    g, d, f = one["new operations"]["p50_ns"], one["baseline (downstream only)"]["p50_ns"], num(f"floor-one-{r}")
+    ratios.append(g / (f + d))
+    print(f"{r:>5} {ms(g):>12} {ms(f):>10} {ms(d):>10} {ratios[-1]:>6.2f}")
+line("single-client p50 ÷ (floor + downstream)", ratios, 1.5, better="lower")
+
+print(f"SQLite ({c} in flight; floor = idembench --floor sqlite, the same statements through glebarez/sqlite)")
+print(f"{'round':>5} {'new/s':>8} {'floor/s':>8} {'ratio':>6} {'replay/s':>9} {'floor/s':>8} {'ratio':>6}")
+new_r, rep_r = [], []
+for r in range(1, rounds + 1):
+    g, f = res(f"sqlite-{r}"), res(f"sqlite-floor-{r}")
+    gn, fn = g["new operations"]["per_second"], f["sqlite floor: new operations (new_op_spec.sql)"]["per_second"]
+    gr, fr = g["replays across the ledger"]["per_second"], f["sqlite floor: replays (replay.sql)"]["per_second"]
+    new_r.append(gn / fn)
+    rep_r.append(gr / fr)
+    print(f"{r:>5} {gn:>8.0f} {fn:>8.0f} {new_r[-1]:>6.2f} {gr:>9.0f} {fr:>8.0f} {rep_r[-1]:>6.2f}")
+line("SQLite new operations ÷ SQLite floor", new_r, 0.5)
+line("SQLite replays ÷ SQLite floor", rep_r, 0.5)
+
+own_new, own_rep = num("own-new"), num("own-replay")
+print(f"\nfor reference, our own SQL's floor (cmd/idembench/pgbench, pgbench -M prepared, once): new operations {own_new}/s, "
+      f"replays of one key {own_rep}/s; the SPEC floor's median: new {statistics.median(num(f'floor-new-{r}') for r in range(1, rounds + 1))}/s, "
+      f"replays {statistics.median(num(f'floor-replay-{r}') for r in range(1, rounds + 1))}/s")
+plan = json.load(open(f"{out}/plan.json"))["results"]
+print("\nreplay plan check (a gateway that started on an empty ledger, autovacuum off, after a burst):")
+for p in plan:
+    print(f"  {p['name']:<44} {p['per_second']:>8.0f}/s p50 {ms(p['p50_ns'])} {p.get('note', '')}")
+storm = json.load(open(f"{out}/storm.json"))["results"][0]
+print(f"\nstorm: {storm['requests']} concurrent duplicates of one new key, {storm['errors']} errors, {storm.get('note', '')}, p50 {ms(storm['p50_ns'])}")
 PY
