@@ -21,7 +21,8 @@
 #   cmd/idembench/run.sh [postgres-url]
 #     ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10), SQLITE_ROWS (20000: preloaded for the
 #     SQLite replays, floor and gateway alike), FLOOR (../shared/perf/floor, from the repository
-#     root), IDEMBENCH (a prebuilt idembench, e.g. an earlier commit's, for "before" figures)
+#     root), BEFORE (an earlier commit's idembench binary: its PostgreSQL figures are taken in
+#     the same rounds, on a database of its own, and printed as "before")
 #
 # Each round runs floor and gateway back to back, so a ratio compares runs seconds apart: on a
 # shared machine throughput drifts by a quarter from one minute to the next, a ratio much less.
@@ -41,20 +42,17 @@ export PGOPTIONS="-c client_min_messages=warning"
 with_db() { # url database → the url naming that database
 	python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$1" "$2"
 }
-FLOORDB=floor16_$STAMP GWDB=idemgate16_$STAMP PLANDB=plan16_$STAMP
-FURL=$(with_db "$URL" "$FLOORDB") GURL=$(with_db "$URL" "$GWDB") PURL=$(with_db "$URL" "$PLANDB")
-psql -q "$URL" -c "CREATE DATABASE $FLOORDB" -c "CREATE DATABASE $GWDB" -c "CREATE DATABASE $PLANDB"
-trap 'psql -q "$URL" -c "DROP DATABASE IF EXISTS $FLOORDB" -c "DROP DATABASE IF EXISTS $GWDB" -c "DROP DATABASE IF EXISTS $PLANDB"; rm -rf "$OUT"' EXIT
+FLOORDB=floor16_$STAMP GWDB=idemgate16_$STAMP PLANDB=plan16_$STAMP BEFOREDB=before16_$STAMP
+FURL=$(with_db "$URL" "$FLOORDB") GURL=$(with_db "$URL" "$GWDB") PURL=$(with_db "$URL" "$PLANDB") BURL=$(with_db "$URL" "$BEFOREDB")
+psql -q "$URL" -c "CREATE DATABASE $FLOORDB" -c "CREATE DATABASE $GWDB" -c "CREATE DATABASE $PLANDB" -c "CREATE DATABASE $BEFOREDB"
+trap 'psql -q "$URL" -c "DROP DATABASE IF EXISTS $FLOORDB" -c "DROP DATABASE IF EXISTS $GWDB" -c "DROP DATABASE IF EXISTS $PLANDB" -c "DROP DATABASE IF EXISTS $BEFOREDB"; rm -rf "$OUT"' EXIT
 
 # The floor's scripts are copied at run time (the directory is read-only, and a run should not
 # change if it is edited meanwhile).
 mkdir "$OUT/floor" && cp "$FLOOR"/*.sql "$OUT/floor/"
 go build -o "$OUT/idemgate" ./cmd/idemgate
-if [[ -n "${IDEMBENCH:-}" ]]; then
-	cp "$IDEMBENCH" "$OUT/idembench"
-else
-	go build -o "$OUT/idembench" ./cmd/idembench
-fi
+go build -o "$OUT/idembench" ./cmd/idembench
+[[ -z "${BEFORE:-}" ]] || cp "$BEFORE" "$OUT/before"
 echo "preparing: the floor's schema and 200,000 operations; idemgate's schema" >&2
 psql -q "$FURL" -f "$OUT/floor/schema.sql"
 psql -q "$FURL" -v n=200000 -f "$OUT/floor/preload.sql"
@@ -76,15 +74,23 @@ bench() { # output idembench-args…
 	shift
 	"$OUT/idembench" --json --duration "${T}s" "$@" >"$OUT/$out.json"
 }
+before() { # output idembench-args… (the earlier commit's, on its own database), when BEFORE is set
+	local out=$1
+	shift
+	[[ -z "${BEFORE:-}" ]] || "$OUT/before" --json --duration "${T}s" --database "$BURL" --tenant bench16 "$@" >"$OUT/before-$out.json"
+}
 
 for r in $(seq "$ROUNDS"); do
 	echo "round $r of $ROUNDS" >&2
 	pgb "$FURL" "$OUT/floor/new_op_spec.sql" "$C" >"$OUT/floor-new-$r"
 	bench "new-$r" --database "$GURL" --tenant bench16 --preload 200000 --concurrency "$C" --only new
+	before "new-$r" --preload 200000 --concurrency "$C" --only new
 	pgb "$FURL" "$OUT/floor/replay.sql" "$C" >"$OUT/floor-replay-$r"
 	bench "replay-$r" --database "$GURL" --tenant bench16 --preload 200000 --concurrency "$C" --only replay-old
+	before "replay-$r" --preload 200000 --concurrency "$C" --only replay-old
 	pgb_p50 "$OUT/floor/new_op_spec.sql" "$FURL" >"$OUT/floor-one-$r"
 	bench "one-$r" --database "$GURL" --tenant bench16 --concurrency 1 --only baseline,new
+	before "one-$r" --concurrency 1 --only baseline,new
 	"$OUT/idembench" --json --duration "${T}s" --floor sqlite --preload "$SQLITE_ROWS" --concurrency "$C" --only new,replay >"$OUT/sqlite-floor-$r.json"
 	bench "sqlite-$r" --database "$OUT/gateway.db" --tenant bench16 --preload "$SQLITE_ROWS" --concurrency "$C" --only new,replay-old
 done
@@ -95,11 +101,12 @@ bench plan --database "$PURL" --concurrency "$C" --only plan
 bench storm --database "$GURL" --only storm
 
 python3 - "$OUT" "$ROUNDS" "$C" "$T" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 out, rounds, c, t = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 num = lambda name: int(open(f"{out}/{name}").read().strip())
 res = lambda name: {x["name"]: x for x in json.load(open(f"{out}/{name}.json"))["results"]}
 ms = lambda ns: f"{ns / 1e6:.2f} ms"
+has_before = os.path.exists(f"{out}/before-new-1.json")
 
 def line(what, ratios, target, better="higher"):
     ok = (lambda x: x >= target) if better == "higher" else (lambda x: x <= target)
@@ -114,23 +121,38 @@ for scenario, gw_name, floor_file, target in (
         ("new operations", "new operations", "floor-new", 0.6),
         ("replays (random keys of 200,000)", "replays across the ledger", "floor-replay", 0.5)):
     print(scenario)
-    ratios = []
+    ratios, before = [], []
     key = "new" if floor_file == "floor-new" else "replay"
     for r in range(1, rounds + 1):
         g, f = res(f"{key}-{r}")[gw_name], num(f"{floor_file}-{r}")
         ratios.append(g["per_second"] / f)
-        print(f"{r:>5} {g['per_second']:>10.0f} {ms(g['p50_ns']):>9} {g['cpu_per_request_ns'] / 1e3:>6.0f}µs {f:>8} {ratios[-1]:>6.2f}")
+        extra = ""
+        if has_before:
+            b = res(f"before-{key}-{r}")[gw_name]
+            before.append(b["per_second"] / f)
+            extra = f"   before: {b['per_second']:.0f}/s p50 {ms(b['p50_ns'])}, {before[-1]:.2f}"
+        print(f"{r:>5} {g['per_second']:>10.0f} {ms(g['p50_ns']):>9} {g['cpu_per_request_ns'] / 1e3:>6.0f}µs {f:>8} {ratios[-1]:>6.2f}{extra}")
     line(f"{scenario} ÷ SPEC floor", ratios, target)
+    if before:
+        line(f"before: {scenario} ÷ SPEC floor", before, target)
 
 print("one at a time (concurrency 1): new operation p50 ÷ (floor p50 + downstream p50)")
 print(f"{'round':>5} {'idemgate p50':>12} {'floor p50':>10} {'downstream':>10} {'ratio':>6}")
-ratios = []
+ratios, before = [], []
 for r in range(1, rounds + 1):
     one = res(f"one-{r}")
     g, d, f = one["new operations"]["p50_ns"], one["baseline (downstream only)"]["p50_ns"], num(f"floor-one-{r}")
     ratios.append(g / (f + d))
-    print(f"{r:>5} {ms(g):>12} {ms(f):>10} {ms(d):>10} {ratios[-1]:>6.2f}")
+    extra = ""
+    if has_before:
+        b = res(f"before-one-{r}")
+        bg, bd = b["new operations"]["p50_ns"], b["baseline (downstream only)"]["p50_ns"]
+        before.append(bg / (f + bd))
+        extra = f"   before: {ms(bg)}, {before[-1]:.2f}"
+    print(f"{r:>5} {ms(g):>12} {ms(f):>10} {ms(d):>10} {ratios[-1]:>6.2f}{extra}")
 line("single-client p50 ÷ (floor + downstream)", ratios, 1.5, better="lower")
+if before:
+    line("before: single-client p50 ÷ (floor + downstream)", before, 1.5, better="lower")
 
 print(f"SQLite ({c} in flight; floor = idembench --floor sqlite, the same statements through glebarez/sqlite)")
 print(f"{'round':>5} {'new/s':>8} {'floor/s':>8} {'ratio':>6} {'replay/s':>9} {'floor/s':>8} {'ratio':>6}")
