@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ const pendingKey = "idemgate:pending"
 func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	if l.dialect != Postgres {
 		if len(p.events) > 0 {
-			if err := tx.Create(&p.events).Error; err != nil {
+			if err := tx.CreateInBatches(&p.events, flushEventRows).Error; err != nil {
 				return err
 			}
 		}
@@ -56,12 +57,22 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 {
 		return nil
 	}
+	events := p.events
+	if len(events) > flushEventRows {
+		// A sweep of many operations: the first events in batches (a statement takes at most
+		// 65,535 parameters), the last ones with the rest of the statement, in order.
+		head := events[:len(events)-flushEventRows]
+		if err := tx.CreateInBatches(&head, flushEventRows).Error; err != nil {
+			return err
+		}
+		events = events[len(events)-flushEventRows:]
+	}
 	var q strings.Builder
-	args := make([]any, 0, len(p.events)*9+3)
+	args := make([]any, 0, len(events)*9+3)
 	q.WriteString("WITH ")
-	if len(p.events) > 0 {
+	if len(events) > 0 {
 		q.WriteString("ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) VALUES ")
-		for i, e := range p.events {
+		for i, e := range events {
 			if i > 0 {
 				q.WriteString(", ")
 			}
@@ -74,13 +85,9 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	// against this transaction's own UPDATE of that row: either the flag committed first and
 	// this transaction's row carries it, or the watcher's UPDATE waited for this commit and
 	// reads its outcome.
-	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id IN ? AND watched) " +
+	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id = ANY(?::text[]) AND watched) " +
 		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL)")
-	ids := changed
-	if len(ids) == 0 {
-		ids = []string{""} // no operation has the empty id
-	}
-	args = append(args, notifyChannel, ids, announcedTenants(p.announcements))
+	args = append(args, notifyChannel, idArray(changed), announcedTenants(p.announcements))
 	subscribed, err := flushRow(tx, q.String(), args)
 	if err != nil {
 		return fmt.Errorf("ledger: write events and notify: %w", err)
@@ -91,11 +98,21 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	return l.announceAll(tx, p.announcements)
 }
 
-// announcedTenants lists the tenants of announcements, never empty (no tenant is named "").
+// flushEventRows is how many events flush writes in its one statement (9 parameters each).
+const flushEventRows = 1000
+
+// idArray spells operation ids as one PostgreSQL text[] parameter, however many there are.
+// Operation ids are ULID-based: nothing in them needs quoting.
+func idArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }
+
+// announcedTenants lists the distinct tenants of announcements, never empty (no tenant is
+// named "").
 func announcedTenants(list []announcement) []string {
 	out := []string{""}
 	for _, a := range list {
-		out = append(out, a.op.Tenant)
+		if !slices.Contains(out, a.op.Tenant) {
+			out = append(out, a.op.Tenant)
+		}
 	}
 	return out
 }

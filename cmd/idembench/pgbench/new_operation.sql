@@ -18,7 +18,7 @@ INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) VALUE
 WITH ev AS (INSERT INTO events (operation_id, tenant, at, type, to_state, attempt, actor, detail) VALUES
     ('op-' || :n || '-' || :client_id, 'bench', now(), 'created', 'RUNNING', NULL, 'api-bench', '{}'),
     ('op-' || :n || '-' || :client_id, 'bench', now(), 'attempt_started', NULL, 1, 'worker-w', '{}')),
-  n AS (SELECT pg_notify('idemgate_operations', id) FROM operations WHERE id IN ('op-' || :n || '-' || :client_id) AND watched)
+  n AS (SELECT pg_notify('idemgate_operations', id) FROM operations WHERE id = ANY(('{op-' || :n || '-' || :client_id || '}')::text[]) AND watched)
 SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ('') AND deleted_at IS NULL);
 COMMIT;
 BEGIN;
@@ -28,6 +28,6 @@ UPDATE operations SET state = 'SUCCEEDED', updated_at = now(), lease_owner = NUL
 WITH ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) VALUES
     ('op-' || :n || '-' || :client_id, 'bench', now(), 'attempt_finished', NULL, NULL, 1, 'worker-w', '{}'),
     ('op-' || :n || '-' || :client_id, 'bench', now(), 'state_changed', 'RUNNING', 'SUCCEEDED', 1, 'worker-w', NULL)),
-  n AS (SELECT pg_notify('idemgate_operations', id) FROM operations WHERE id IN ('op-' || :n || '-' || :client_id) AND watched)
+  n AS (SELECT pg_notify('idemgate_operations', id) FROM operations WHERE id = ANY(('{op-' || :n || '-' || :client_id || '}')::text[]) AND watched)
 SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ('', 'bench') AND deleted_at IS NULL);
 COMMIT;
