@@ -10,10 +10,11 @@ import (
 )
 
 // TestBenchRuns drives every scenario briefly: the numbers are not checked (timing belongs to
-// benchmarks), the outcome is — no errors, and one side effect for the storm.
+// benchmarks), the outcome is — no errors, and one side effect for the storm. Three seconds a
+// scenario: a loaded machine has been seen to finish no new operation within one.
 func TestBenchRuns(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"--duration", "1s", "--concurrency", "4", "--storm", "50", "--json"}, &out, &errOut)
+	err := run(context.Background(), []string{"--duration", "3s", "--concurrency", "4", "--storm", "50", "--json"}, &out, &errOut)
 	require.NoError(t, err, errOut.String())
 	var report struct {
 		Results []result `json:"results"`
