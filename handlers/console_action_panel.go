@@ -49,9 +49,9 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 	switch op.State {
 	case models.StateUnknown:
 		p.Heading = "Decide what happened"
-		p.Intro = "Nobody knows whether this call took effect: the downstream did not answer clearly, and the gateway does not guess. " +
-			"Check in the downstream system, then record what you found."
-		p.Forms = unknownForms(op)
+		p.Intro = "Nobody knows whether this call took effect, and the gateway does not guess. " +
+			"Look for it in the downstream system (see above), then record what you found."
+		p.Forms = unknownForms(op, tool, known)
 	case models.StateAwaitingApproval:
 		p.Heading = "Approve or reject"
 		p.Forms = h.approvalForms(v, rec, tool, known, now, &p)
@@ -75,31 +75,49 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 }
 
 // unknownForms are the choices on an UNKNOWN operation, safest first and the irreversible one
-// last.
-func unknownForms(op *models.Operation) []views.ActionForm {
-	return []views.ActionForm{
-		{Name: models.ActionReconcileNow, Title: "Not sure yet — ask the downstream now",
-			Summary: "Run a reconciliation probe at once instead of waiting for the next one.",
+// last. Asking the downstream is offered only for a tool that can be asked (reconcile); a retry
+// of a tool whose downstream does not deduplicate is marked as the risk it is.
+func unknownForms(op *models.Operation, tool *catalog.Tool, known bool) []views.ActionForm {
+	var forms []views.ActionForm
+	if known && tool.Reconcile != nil {
+		forms = append(forms, views.ActionForm{Name: models.ActionReconcileNow, Title: "Not sure yet — ask the downstream now",
+			Summary: "Run a look-up at once instead of waiting for the next one.",
 			Explain: "The gateway asks the downstream whether this operation took effect and settles it if the answer is clear. " +
-				"Nothing is sent again. The probe's outcome appears on the timeline.",
-			Button: "Reconcile now", Tone: views.ToneNeutral},
-		{Name: models.ActionConfirmSucceeded, Title: "It took effect — confirm succeeded",
-			Summary: "You found it in the downstream system.",
-			Explain: "The operation becomes SUCCEEDED with the reference you give, and the agent is told it succeeded. " +
-				"Nothing is sent again.",
-			Button: "Confirm succeeded", Tone: views.ToneNeutral, Reference: true},
-		{Name: models.ActionConfirmNotExecuted, Title: "It did not take effect — retry it",
-			Summary: "You confirmed in the downstream system that it is not there.",
-			Explain: fmt.Sprintf("The operation goes back to PENDING and %s is sent to the downstream again, at once.", op.Tool),
-			Caution: "Only do this if you have confirmed in the downstream system that the first request was not carried out: " +
-				"if it was, it will happen twice.",
-			Button: "Confirm not executed and retry", Tone: views.ToneNeutral},
-		{Name: models.ActionMarkFailed, Title: "Give up — mark failed",
-			Summary: "End it without sending it again. This cannot be undone.",
-			Explain: "The operation ends as FAILED_FINAL and is never sent again; the agent is told it failed.",
-			Caution: "This cannot be undone. If the call did take effect, confirm succeeded instead.",
-			Button:  "Mark failed", Tone: views.ToneDanger},
+				"Nothing is sent again. The look-up's outcome appears on the timeline.",
+			Button: "Ask now", Tone: views.ToneNeutral})
 	}
+	forms = append(forms, views.ActionForm{Name: models.ActionConfirmSucceeded, Title: "It took effect — confirm succeeded",
+		Summary: "You found it in the downstream system.",
+		Explain: "The operation becomes SUCCEEDED with the reference you give, and the agent is told it succeeded. " +
+			"Nothing is sent again.",
+		Button: "Confirm succeeded", Tone: views.ToneNeutral, Reference: true})
+	retry := views.ActionForm{Name: models.ActionConfirmNotExecuted, Title: "It did not take effect — retry it",
+		Summary: "You confirmed in the downstream system that it is not there.",
+		Explain: fmt.Sprintf("The operation goes back to PENDING and %s is sent to the downstream again, at once.", op.Tool),
+		Caution: "Only do this if you have confirmed in the downstream system that the first request was not carried out.",
+		Button:  "Confirm not executed and retry", Tone: views.ToneNeutral}
+	switch {
+	case !known || !tool.RetrySafe():
+		retry.Tone, retry.Risk = views.ToneDanger, "Risky"
+		retry.Summary = "Sends it again. If the first one did take effect, it happens twice."
+		retry.Caution = fmt.Sprintf("%s does not honour idempotency keys: if the first request was carried out, this retry "+
+			"carries it out a second time (a second refund, a second email). Only do this once you have searched the downstream "+
+			"for it and found nothing.", op.Tool)
+		if !known {
+			retry.Caution = op.Tool + " is no longer in the catalogue, so nothing says a repeat is harmless. " +
+				"Only do this once you have searched the downstream for it and found nothing."
+		}
+		retry.Button = "Retry: it is not there"
+	default:
+		retry.Caution = "The downstream deduplicates on the key the gateway sends, so a repeat of a request that did take effect " +
+			"changes nothing. Still, confirm first: the timeline keeps what you record."
+	}
+	forms = append(forms, retry, views.ActionForm{Name: models.ActionMarkFailed, Title: "Give up — mark failed",
+		Summary: "End it without sending it again. This cannot be undone.",
+		Explain: "The operation ends as FAILED_FINAL and is never sent again; the agent is told it failed.",
+		Caution: "This cannot be undone. If the call did take effect, confirm succeeded instead.",
+		Button:  "Mark failed", Tone: views.ToneDanger})
+	return forms
 }
 
 // approvalForms are the choices on an operation awaiting approval, and fill p's intro and

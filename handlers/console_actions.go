@@ -70,8 +70,14 @@ func (h *Console) MarkFailed(c echo.Context) error {
 // ReconcileNow asks for a reconciliation probe of an UNKNOWN operation at once.
 func (h *Console) ReconcileNow(c echo.Context) error {
 	return h.act(c, models.ActionReconcileNow, func(ctx context.Context, r actionRequest) (actionDone, error) {
+		// Only a tool with reconcile can be asked: promising a look-up that never runs would
+		// leave the reviewer waiting for nothing.
+		if tool, ok := h.Catalog.Get(r.Rec.Op.Tool); !ok || tool.Reconcile == nil {
+			return actionDone{}, &models.Error{Code: models.CodeInvalid,
+				Message: "the downstream cannot be asked: " + r.Rec.Op.Tool + " has no reconcile; look in it yourself and confirm what you find"}
+		}
 		_, err := h.Ledger.ReconcileNow(ctx, r.Action)
-		return actionDone{Message: "A reconciliation probe will ask the downstream shortly. Its outcome appears on the timeline; reload to see it.",
+		return actionDone{Message: "A look-up will ask the downstream within seconds. Its outcome appears on the timeline; reload to see it.",
 			Kind: views.NoticeInfo}, err
 	})
 }

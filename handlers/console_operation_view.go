@@ -26,19 +26,9 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 		NextAttemptAt: timePtr(op.NextAttemptAt, now), Completed: timePtr(op.CompletedAt, now),
 		DownstreamRef: deref(view.DownstreamRef),
 	}
-	if view.Error != nil {
-		p.Error = &views.OperationError{Kind: views.NoticeWarning, Class: view.Error.Class, Title: errorTitles[view.Error.Class],
-			Message: view.Error.Message}
-		if p.Error.Title == "" {
-			p.Error.Title = *op.ErrorClass
-		}
-		if op.State == models.StateFailedFinal {
-			p.Error.Kind = views.NoticeError
-		}
-		if op.DownstreamStatus != nil {
-			p.Error.DownstreamStatus = strconv.Itoa(*op.DownstreamStatus)
-		}
-	}
+	lite := opviewLite{downstreamKey: view.DownstreamKey, downstreamRef: deref(view.DownstreamRef)}
+	_ = json.Unmarshal(view.Params, &lite.params) // null (withheld) leaves it nil
+	p.Situation = situation(cat, rec, lite, now)
 	_, known := cat.Get(op.Tool)
 	p.Params, p.ParamsNote = shownDoc(view.Params, op.Params, known, op.PurgedAt != nil, "params")
 	p.Result, p.ResultNote = shownDoc(view.Result, op.Result, true, op.PurgedAt != nil, "result")
@@ -81,18 +71,6 @@ func shownDoc(doc json.RawMessage, stored *string, known, purged bool, what stri
 		return string(doc), ""
 	}
 	return out.String(), ""
-}
-
-// errorTitles name error classes (SPEC §5) as people read them.
-var errorTitles = map[string]string{
-	models.ErrorRejected:           "Rejected by the downstream",
-	models.ErrorAmbiguous:          "Outcome unknown: the request may have taken effect",
-	models.ErrorNotSent:            "The request could not be sent",
-	models.ErrorThrottled:          "The downstream asked to slow down",
-	models.ErrorRetriesExhausted:   "No attempts left",
-	models.ErrorCancelled:          "Cancelled",
-	models.ErrorRejectedByReviewer: "Stopped by a reviewer",
-	models.ErrorPermissionRevoked:  "The agent's permission was revoked",
 }
 
 // eventLabels name event types as people read them.

@@ -117,8 +117,8 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p := operationPage(h.Catalog, rec, now)
 	p.Page = layoutPage(v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
+	p.Notice = notice
 	panel := h.actionPanel(v, rec, now, refused)
-	panel.Notice = notice
 	p.Actions = views.ActionsPanel(panel)
 	return renderPage(c, status, views.Operation(p))
 }

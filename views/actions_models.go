@@ -4,10 +4,9 @@ package views
 // actions a user may take on an operation in its state; these types only carry the result,
 // worded for people.
 
-// ActionPanel is what the operation page shows in its actions slot: the outcome of the last
-// action, where an approval stands, and the forms of the actions allowed.
+// ActionPanel is what the operation page shows in its actions slot: where an approval stands,
+// and the forms of the actions allowed.
 type ActionPanel struct {
-	Notice *NoticeText
 	// Heading and Intro say what the person is asked to decide, for the operation's state.
 	Heading string
 	Intro   string
@@ -55,6 +54,9 @@ type ActionForm struct {
 	Caution string
 	Button  string
 	Tone    string
+	// Risk, when set, is a short word shown beside the title ("Risky"): the action can do
+	// harm that cannot be taken back.
+	Risk string
 	// Reference asks for the downstream reference and an optional result document.
 	Reference bool
 	// Open shows the form unfolded: after a refusal, with what was typed and Error.

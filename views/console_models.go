@@ -128,7 +128,10 @@ type OperationPage struct {
 	NextAttemptAt *Time
 	Completed     *Time
 	DownstreamRef string
-	Error         *OperationError
+	// Notice is the outcome of the action just taken, shown before anything else.
+	Notice *NoticeText
+	// Situation says, at the top, why a person is needed and what is safe.
+	Situation Situation
 	// Params and Result are pretty-printed JSON with sensitive params masked; a note says why
 	// one is not shown.
 	Params        string
@@ -145,14 +148,22 @@ type OperationPage struct {
 	Actions templ.Component
 }
 
-// OperationError is the error recorded on an operation. Kind is NoticeWarning while the
-// operation may still settle (UNKNOWN, a retry pending), NoticeError once it has failed.
-type OperationError struct {
-	Kind             NoticeKind
-	Title            string
-	Class            string
-	Message          string
-	DownstreamStatus string
+// Situation is the top of an operation page, in plain words: what happened (Outcome), why the
+// gateway did not settle it alone (Why), where reconciliation stands (Reconcile), the error as
+// recorded (Detail), and what to look for in the downstream (Reference, with a link when the
+// tools file gives one). Empty members are not shown.
+type Situation struct {
+	Tone              NoticeKind
+	Outcome           string
+	WhyLabel          string
+	Why               string
+	Reconcile         string
+	Detail            string
+	ReferenceLabel    string
+	Reference         string
+	ReferenceHint     string
+	ReferenceLink     string
+	ReferenceLinkText string
 }
 
 // TimelineEntry is one line of the merged timeline of events and attempts.

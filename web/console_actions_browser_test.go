@@ -36,7 +36,7 @@ func TestBrowserResolveUnknownRefund(t *testing.T) {
 		chromedp.SendKeys(testID("action-reason-confirm_not_executed"), reason),
 	)
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("action-caution-confirm_not_executed"))),
-		"Only do this if you have confirmed in the downstream system")
+		"refunds.issue does not honour idempotency keys")
 	screenshot(t, ctx, "operation-action-open")
 
 	run(t, ctx,

@@ -120,7 +120,7 @@ func TestUnknownActions(t *testing.T) {
 			"Recorded as SUCCEEDED with downstream reference re_5001."},
 		{models.ActionConfirmNotExecuted, nil, models.StatePending, "Recorded as not executed."},
 		{models.ActionMarkFailed, nil, models.StateFailedFinal, "Marked FAILED_FINAL."},
-		{models.ActionReconcileNow, nil, models.StateUnknown, "A reconciliation probe will ask the downstream shortly."},
+		{models.ActionReconcileNow, nil, models.StateUnknown, "A look-up will ask the downstream within seconds."},
 	}
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		t.Parallel()

@@ -42,6 +42,7 @@ tools:
         subject: {type: string, maxLength: 200}
         body: {type: string}
         priority: {type: string}
+    summary: "{{.Params.subject}}"
     http:
       url: "{{SANDBOX}}/tickets"
       timeout: 1s
@@ -79,6 +80,8 @@ tools:
         currency: {type: string, pattern: "^[A-Z]{3}$"}
         card_number: {type: string}
     sensitive_params: [card_number]
+    summary: "{{money .Params.amount_cents .Params.currency}} to order {{.Params.order_id}}"
+    reference_url: "{{SANDBOX}}/refunds?reference={{.DownstreamKey}}"
     http:
       url: "{{SANDBOX}}/refunds"
       timeout: 1s
@@ -97,6 +100,7 @@ tools:
         to: {type: string}
         subject: {type: string}
         body: {type: string}
+    summary: "To {{.Params.to}}: {{.Params.subject}}"
     http:
       url: "{{SANDBOX}}/emails"
       timeout: 1s
@@ -110,6 +114,7 @@ tools:
         order_id: {type: string}
         amount_cents: {type: integer}
         currency: {type: string}
+    summary: "{{money .Params.amount_cents .Params.currency}} for order {{.Params.order_id}}"
     http:
       url: "{{SANDBOX}}/refunds"
       timeout: 1s

@@ -42,6 +42,8 @@ type Tool struct {
 	urlTmpl       *urlTemplate
 	reconcileTmpl *urlTemplate
 	compTmpl      *paramsTemplate
+	summary       *summaryTemplate // nil: no summary (the console shows the params)
+	referenceTmpl *urlTemplate     // nil: no link into the downstream's console
 	// memo remembers params that passed (see CheckCanonical); nil in a Tool built by hand.
 	memo *paramsMemo
 	// nulls says where a null in params means absent (DropAbsentNulls); strict is the params

@@ -23,6 +23,8 @@ type rawTool struct {
 	Review          *rawReview       `yaml:"review"`
 	Compensation    *rawCompensation `yaml:"compensation"`
 	Retention       string           `yaml:"retention"`
+	Summary         string           `yaml:"summary"`
+	ReferenceURL    string           `yaml:"reference_url"`
 }
 
 type rawHTTP struct {

@@ -34,7 +34,7 @@ func checkServable(t *Tool, ec *collector) {
 	urls := []struct {
 		field string
 		tmpl  *urlTemplate
-	}{{"http.url", t.urlTmpl}, {"reconcile.url", t.reconcileTmpl}}
+	}{{"http.url", t.urlTmpl}, {"reconcile.url", t.reconcileTmpl}, {"reference_url", t.referenceTmpl}}
 	for _, u := range urls {
 		if u.tmpl == nil {
 			continue

@@ -78,6 +78,7 @@ func validateTool(raw *rawTool, ec *collector) *Tool {
 	validateReview(t, raw.Review, ec)
 	validateCompensation(t, raw.Compensation, ec)
 	t.Retention = duration(ec, "retention", raw.Retention, DefaultRetention, positive)
+	validateConsole(t, raw, ec)
 	checkServable(t, ec)
 	return t
 }

@@ -47,6 +47,47 @@
     }
   });
 
+  // Copy buttons (data-copy names the element whose text they copy): the clipboard API where
+  // the page is a secure context, else a selection and execCommand. The button says it worked.
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest ? ev.target.closest("[data-copy]") : null;
+    if (!button) {
+      return;
+    }
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) {
+      return;
+    }
+    var text = source.textContent.trim();
+    var label = button.textContent;
+    function done() {
+      button.textContent = "Copied";
+      button.setAttribute("data-copied", "1");
+      window.setTimeout(function () {
+        button.textContent = label;
+        button.removeAttribute("data-copied");
+      }, 2000);
+    }
+    function fallback() {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      try {
+        document.execCommand("copy");
+      } catch (e) {
+        /* the text stays selected for the person to copy */
+      }
+      done();
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, fallback);
+    } else {
+      fallback();
+    }
+  });
+
   var SELECTOR = "[data-auto-refresh]";
   var timer = null;
 

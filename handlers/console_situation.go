@@ -1,0 +1,286 @@
+package handlers
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+)
+
+// The top of the operation page answers, before anything else, why a person is needed and
+// what is safe: what happened in plain words, why the gateway did not simply try again, where
+// reconciliation stands, and what to look for in the downstream. Everything below it (facts,
+// params, timeline) is the evidence.
+
+// situation builds the operation page's summary of op as it is at now.
+func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLite, now time.Time) views.Situation {
+	op := rec.Op
+	tool, known := cat.Get(op.Tool)
+	last := lastFinished(rec.Attempts)
+	s := views.Situation{Tone: views.NoticeInfo}
+	service := serviceName(op.Tool)
+	switch op.State {
+	case models.StateUnknown:
+		s.Tone = views.NoticeWarning
+		s.Outcome = ambiguousOutcome(last, service, tool, known)
+		s.WhyLabel, s.Why = "Why it waits for you", whyNotRetried(op, tool, known)
+		s.Reconcile = reconcileStatus(op, rec.Events, tool, known, now)
+	case models.StateSucceeded:
+		s.Tone = views.NoticeSuccess
+		s.Outcome = succeededOutcome(rec, service)
+	case models.StateFailedFinal:
+		s.Tone = views.NoticeError
+		s.Outcome = failedOutcome(op, last, service)
+	case models.StatePending:
+		s.Outcome = pendingOutcome(op, tool, known, now)
+		if op.ErrorClass != nil && last != nil {
+			s.WhyLabel, s.Why = "Last attempt", lowerFirst(attemptOutcome(last, service))+"."
+		}
+	case models.StateRunning:
+		s.Outcome = fmt.Sprintf("Being sent now: attempt %d.", op.Attempts)
+	case models.StateAwaitingApproval:
+		s.Outcome = "Not sent yet: it waits for a reviewer's approval."
+	}
+	if op.ErrorMessage != nil && (op.State == models.StateUnknown || op.State == models.StateFailedFinal) {
+		s.Detail = *op.ErrorMessage
+	}
+	s.ReferenceLabel, s.Reference = "Search the downstream for", view.downstreamKey
+	s.ReferenceHint = "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."
+	if view.downstreamRef != "" {
+		s.ReferenceLabel, s.Reference, s.ReferenceHint = "Downstream reference", view.downstreamRef, "The id the downstream gave it."
+	}
+	if known && op.State != models.StateAwaitingApproval {
+		s.ReferenceLink = tool.ReferenceURL(catalog.TemplateData{OperationID: op.ID, DownstreamKey: view.downstreamKey, Key: op.Key,
+			Tenant: op.Tenant, Params: view.params})
+		s.ReferenceLinkText = "Look it up in the " + service
+	}
+	return s
+}
+
+// opviewLite is what situation needs of the operation's public view.
+type opviewLite struct {
+	downstreamKey string
+	downstreamRef string
+	params        map[string]any // masked
+}
+
+// serviceName names the downstream of tool as people say it: "refunds.issue" → "refunds service".
+func serviceName(tool string) string {
+	name, _, _ := strings.Cut(tool, ".")
+	return name + " service"
+}
+
+func lastFinished(attempts []models.Attempt) *models.Attempt {
+	for i := len(attempts) - 1; i >= 0; i-- {
+		if attempts[i].FinishedAt != nil {
+			return &attempts[i]
+		}
+	}
+	return nil
+}
+
+// ambiguousOutcome says what happened to the request that left op UNKNOWN.
+func ambiguousOutcome(last *models.Attempt, service string, tool *catalog.Tool, known bool) string {
+	if last == nil {
+		return "Sent; the gateway stopped before it recorded the answer."
+	}
+	s := attemptOutcome(last, service)
+	if known && strings.Contains(s, "no answer came") {
+		s = strings.Replace(s, "no answer came", "no answer came within "+tool.HTTP.Timeout.String(), 1)
+	}
+	return s + "."
+}
+
+// attemptOutcome says in plain words how one finished attempt ended, without a full stop.
+func attemptOutcome(a *models.Attempt, service string) string {
+	class, errText := deref(a.Class), strings.ToLower(deref(a.Error))
+	status := 0
+	if a.DownstreamStatus != nil {
+		status = *a.DownstreamStatus
+	}
+	switch class {
+	case models.ErrorNotSent:
+		return "Not sent: the " + service + " could not be reached"
+	case models.ErrorThrottled:
+		return fmt.Sprintf("Not taken: the %s asked to slow down (HTTP %d)", service, status)
+	case models.ErrorRejected:
+		return fmt.Sprintf("Refused by the %s (HTTP %d)", service, status)
+	case "succeeded":
+		return fmt.Sprintf("Done: the %s answered HTTP %d", service, status)
+	}
+	switch {
+	case status != 0:
+		return fmt.Sprintf("Sent; the %s answered HTTP %d, which does not say whether it took effect", service, status)
+	case strings.Contains(errText, "lease expired"):
+		return "Sent; the worker stopped before it recorded the " + service + "'s answer"
+	case strings.Contains(errText, "deadline exceeded") || strings.Contains(errText, "timeout"):
+		return "Sent; no answer came from the " + service
+	case strings.Contains(errText, "eof") || strings.Contains(errText, "reset") || strings.Contains(errText, "closed"):
+		return "Sent; the connection closed before the " + service + " answered"
+	}
+	return "Sent; the " + service + " gave no clear answer"
+}
+
+// whyNotRetried says why the gateway left op UNKNOWN rather than sending it again.
+func whyNotRetried(op *models.Operation, tool *catalog.Tool, known bool) string {
+	switch {
+	case !known:
+		return op.Tool + " is no longer in the catalogue, so nothing is known about whether a retry is safe."
+	case !tool.RetrySafe():
+		return op.Tool + " does not honour idempotency keys: a retry could carry it out twice."
+	case op.Attempts >= tool.Retry.MaxAttempts:
+		return fmt.Sprintf("All %d attempts were used, and one of them may have taken effect.", tool.Retry.MaxAttempts)
+	}
+	return "The gateway could not tell whether it took effect."
+}
+
+// reconcileStatus summarises the look-ups of an UNKNOWN operation: "3 look-ups, all HTTP 500;
+// next in 28 s".
+func reconcileStatus(op *models.Operation, events []models.Event, tool *catalog.Tool, known bool, now time.Time) string {
+	if !known || tool.Reconcile == nil {
+		return "No look-up is possible: " + op.Tool + " has no reconcile, so only a person can settle it."
+	}
+	answers := map[string]int{}
+	n := 0
+	for _, e := range events {
+		if e.Type != models.EventReconcileFinished {
+			continue
+		}
+		n++
+		answers[probeAnswer(detailMap(e.Detail))]++
+	}
+	next := ""
+	if op.NextProbeAt != nil {
+		if d := op.NextProbeAt.Sub(now); d > 0 {
+			next = "next in " + views.Age(d)
+		} else {
+			next = "next one due now"
+		}
+	}
+	if n == 0 {
+		return strings.TrimSpace("No look-up yet; " + next + ".")
+	}
+	s := plural(n, "look-up", "look-ups")
+	if len(answers) == 1 {
+		for a := range answers {
+			if n == 1 {
+				s += ": " + a
+			} else {
+				s += ", all " + a
+			}
+		}
+	} else {
+		keys := make([]string, 0, len(answers))
+		for a := range answers {
+			keys = append(keys, a)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return answers[keys[i]] > answers[keys[j]] || (answers[keys[i]] == answers[keys[j]] && keys[i] < keys[j])
+		})
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = strconv.Itoa(answers[k]) + " × " + k
+		}
+		s += ": " + strings.Join(parts, ", ")
+	}
+	if next != "" {
+		s += "; " + next
+	}
+	return s + "."
+}
+
+// probeAnswer names what one look-up got back: "HTTP 500", "not found yet", "no answer".
+func probeAnswer(d map[string]any) string {
+	switch str(d["outcome"]) {
+	case jobs.ProbeFound:
+		return "found"
+	case jobs.ProbeNotFound:
+		return "not found"
+	case jobs.ProbeNotSettled:
+		return "not found yet (within the settle window)"
+	}
+	if s := str(d["downstream_status"]); s != "" && s != "0" {
+		return "HTTP " + s
+	}
+	return "no answer"
+}
+
+func succeededOutcome(rec *models.OperationRecord, service string) string {
+	for i := len(rec.Events) - 1; i >= 0; i-- {
+		e := rec.Events[i]
+		if e.ToState == nil || *e.ToState != models.StateSucceeded {
+			continue
+		}
+		switch {
+		case e.Type == models.EventReconcileFinished:
+			return "Done: a look-up found it in the " + service + "."
+		case strings.HasPrefix(e.Actor, "user:"):
+			return "Done: " + ActorName(e.Actor) + " confirmed it in the " + service + "."
+		}
+		break
+	}
+	if lf := lastFinished(rec.Attempts); lf != nil && lf.DownstreamStatus != nil {
+		return fmt.Sprintf("Done: the %s answered HTTP %d.", service, *lf.DownstreamStatus)
+	}
+	return "Done: the " + service + " confirmed it."
+}
+
+func failedOutcome(op *models.Operation, last *models.Attempt, service string) string {
+	switch deref(op.ErrorClass) {
+	case models.ErrorRejectedByReviewer:
+		return "Stopped by a reviewer; it will never be sent."
+	case models.ErrorCancelled:
+		return "Cancelled; it will never be sent."
+	case models.ErrorPermissionRevoked:
+		return "Not sent: the agent's API key was revoked before it ran."
+	case models.ErrorRetriesExhausted:
+		if last != nil {
+			return "Given up after " + plural(op.Attempts, "attempt", "attempts") + "; the last: " + lowerFirst(attemptOutcome(last, service)) + "."
+		}
+		return "Given up: no attempts left."
+	}
+	if last != nil {
+		return attemptOutcome(last, service) + "; it will not be sent again."
+	}
+	return "Failed; it will not be sent again."
+}
+
+func pendingOutcome(op *models.Operation, tool *catalog.Tool, known bool, now time.Time) string {
+	next := "shortly"
+	if op.NextAttemptAt != nil && op.NextAttemptAt.After(now) {
+		next = "in " + views.Age(op.NextAttemptAt.Sub(now))
+	}
+	if known {
+		return fmt.Sprintf("Waiting to be sent %s: attempt %d of %d.", next, op.Attempts+1, tool.Retry.MaxAttempts)
+	}
+	return fmt.Sprintf("Waiting to be sent %s: attempt %d.", next, op.Attempts+1)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// ActorName is how an actor reads on a page: a person by their email, without the "user:"
+// the ledger records; programs keep their prefix (worker:…, api:…), which says what they are.
+func ActorName(actor string) string {
+	if e, ok := strings.CutPrefix(actor, "user:"); ok {
+		return e
+	}
+	return actor
+}

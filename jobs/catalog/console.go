@@ -1,0 +1,226 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"text/template"
+	"text/template/parse"
+)
+
+// Two optional fields of a tool serve only the review console (README, "Choices where the SPEC
+// is silent"): summary, a one-line text that says what a call is about ("42.00 EUR to order
+// 1044"), and reference_url, a link into the downstream's own console where a reviewer looks
+// the operation up. Neither changes what is sent downstream.
+
+// summaryRoots are what a summary may name. A summary is read from the masked params, so a
+// sensitive param reads "***" there as everywhere else.
+var summaryRoots = map[string]bool{"Key": false, "Tenant": false, "Params": true}
+
+// summaryTemplate is a parsed summary: literal text, field references, and money calls.
+type summaryTemplate struct {
+	parts []summaryPart
+}
+
+// summaryPart is literal text, a field reference, or money over an amount and a currency.
+type summaryPart struct {
+	text     string
+	field    []string
+	money    bool
+	currency []string
+}
+
+// parseSummary parses a summary template: {{.Params.name}} references and
+// {{money .Params.amount_cents .Params.currency}}, which spells an amount in minor units
+// ("4200", "EUR" → "42.00 EUR"). Nothing else is allowed, as in URL templates.
+func parseSummary(src string) (*summaryTemplate, error) {
+	t, err := template.New("summary").Funcs(template.FuncMap{"money": func(any, any) string { return "" }}).Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("invalid template %q: %w", src, err)
+	}
+	if len(t.Templates()) > 1 {
+		return nil, fmt.Errorf("invalid template %q: {{define}} and {{block}} are not allowed", src)
+	}
+	st := &summaryTemplate{}
+	if t.Tree == nil || t.Tree.Root == nil {
+		return st, nil
+	}
+	for _, n := range t.Tree.Root.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode:
+			st.parts = append(st.parts, summaryPart{text: string(n.Text)})
+		case *parse.CommentNode:
+		case *parse.ActionNode:
+			part, err := summaryAction(n)
+			if err != nil {
+				return nil, fmt.Errorf("invalid template %q: %w", src, err)
+			}
+			st.parts = append(st.parts, part)
+		default:
+			return nil, fmt.Errorf("invalid template %q: %s is not allowed, only references like {{.Params.name}} and money", src, n)
+		}
+	}
+	return st, nil
+}
+
+func summaryAction(n *parse.ActionNode) (summaryPart, error) {
+	p := n.Pipe
+	if p != nil && len(p.Decl) == 0 && len(p.Cmds) == 1 {
+		args := p.Cmds[0].Args
+		if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "money" {
+			if len(args) != 3 {
+				return summaryPart{}, fmt.Errorf("%s: money takes an amount in minor units and a currency", n)
+			}
+			amount, err1 := summaryField(args[1], n)
+			currency, err2 := summaryField(args[2], n)
+			if err1 != nil {
+				return summaryPart{}, err1
+			}
+			if err2 != nil {
+				return summaryPart{}, err2
+			}
+			return summaryPart{field: amount, money: true, currency: currency}, nil
+		}
+	}
+	field, err := fieldOf(n, summaryRoots)
+	return summaryPart{field: field}, err
+}
+
+// summaryField checks one argument of money: a field reference within summaryRoots.
+func summaryField(arg parse.Node, n *parse.ActionNode) ([]string, error) {
+	f, ok := arg.(*parse.FieldNode)
+	if !ok {
+		return nil, fmt.Errorf("%s: money's arguments are references like .Params.amount_cents", n)
+	}
+	needsName, known := summaryRoots[f.Ident[0]]
+	switch {
+	case !known:
+		return nil, fmt.Errorf("%s: unknown field .%s (allowed: %s)", n, f.Ident[0], rootNames(summaryRoots))
+	case needsName && len(f.Ident) < 2:
+		return nil, fmt.Errorf("%s: name the field, as in .%s.name", n, f.Ident[0])
+	}
+	return f.Ident, nil
+}
+
+// Summary renders the tool's summary of a call from its masked params (as the console shows
+// them) and the operation's key and tenant. ok is false when the tool has no summary or the
+// params lack what it names; the console then shows the params themselves.
+func (t *Tool) Summary(maskedParams []byte, key, tenant string) (string, bool) {
+	if t.summary == nil {
+		return "", false
+	}
+	data := TemplateData{Key: key, Tenant: tenant}
+	dec := json.NewDecoder(bytes.NewReader(maskedParams))
+	dec.UseNumber()
+	if err := dec.Decode(&data.Params); err != nil {
+		return "", false
+	}
+	var sb strings.Builder
+	for _, p := range t.summary.parts {
+		if p.field == nil {
+			sb.WriteString(p.text)
+			continue
+		}
+		v, err := lookup(&data, p.field)
+		if err != nil {
+			return "", false
+		}
+		s, err := scalarString(v)
+		if err != nil {
+			return "", false
+		}
+		if p.money {
+			c, err := lookup(&data, p.currency)
+			if err != nil {
+				return "", false
+			}
+			cur, err := scalarString(c)
+			if err != nil {
+				return "", false
+			}
+			s = Money(s, cur)
+		}
+		sb.WriteString(s)
+	}
+	return strings.TrimSpace(sb.String()), true
+}
+
+// minorDigits are the currencies (ISO 4217) whose minor unit is not a hundredth.
+var minorDigits = map[string]int{
+	"BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "ISK": 0, "JPY": 0, "KMF": 0, "KRW": 0, "PYG": 0, "RWF": 0,
+	"UGX": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
+	"BHD": 3, "IQD": 3, "JOD": 3, "KWD": 3, "LYD": 3, "OMR": 3, "TND": 3,
+}
+
+// Money spells an amount in minor units of currency for people: "4200", "EUR" → "42.00 EUR",
+// "250000", "EUR" → "2,500.00 EUR". What is not a whole number (a masked "***") is shown
+// as it is.
+func Money(minor, currency string) string {
+	n, ok := new(big.Int).SetString(minor, 10)
+	if !ok {
+		return strings.TrimSpace(minor + " " + currency)
+	}
+	digits, ok := minorDigits[strings.ToUpper(currency)]
+	if !ok {
+		digits = 2
+	}
+	neg := n.Sign() < 0
+	s := new(big.Int).Abs(n).String()
+	for len(s) <= digits {
+		s = "0" + s
+	}
+	whole, frac := s[:len(s)-digits], s[len(s)-digits:]
+	var g strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			g.WriteByte(',')
+		}
+		g.WriteRune(r)
+	}
+	out := g.String()
+	if digits > 0 {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return strings.TrimSpace(out + " " + currency)
+}
+
+// ReferenceURL renders reference_url for an operation: a link to the operation in the
+// downstream's own console; "" when the tool gives none or it cannot be rendered. Params are
+// the masked ones: a sensitive param may not be named (Load refuses it), so masking changes
+// nothing that is used.
+func (t *Tool) ReferenceURL(data TemplateData) string {
+	if t.referenceTmpl == nil {
+		return ""
+	}
+	u, err := t.referenceTmpl.render(func(field []string) (any, error) { return lookup(&data, field) })
+	if err != nil {
+		return ""
+	}
+	return u
+}
+
+// HasReferenceURL reports whether the tool links to its downstream's console.
+func (t *Tool) HasReferenceURL() bool { return t.referenceTmpl != nil }
+
+// validateConsole checks summary and reference_url.
+func validateConsole(t *Tool, raw *rawTool, ec *collector) {
+	if raw.Summary != "" {
+		if st, err := parseSummary(raw.Summary); err != nil {
+			ec.add("summary", err)
+		} else {
+			t.summary = st
+		}
+	}
+	if raw.ReferenceURL != "" {
+		if ut, err := parseURLTemplate(raw.ReferenceURL); err != nil {
+			ec.add("reference_url", err)
+		} else {
+			t.referenceTmpl = ut
+		}
+	}
+}

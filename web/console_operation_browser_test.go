@@ -1,0 +1,160 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// escalatedRefund records the refund of the README's walk-through: sent, the connection closed
+// before the answer, every look-up answered 500, and a review opened.
+func escalatedRefund(t *testing.T, con *consoletest.Console, tenant, key string, lookups int) *models.Operation {
+	t.Helper()
+	refund := con.Operation(t, consoletest.Seed{Tenant: tenant, Key: key, Tool: "refunds.issue",
+		Params: `{"amount_cents":4200,"currency":"EUR","order_id":"1044"}`,
+		Outcome: &models.AttemptOutcome{Class: models.ErrorAmbiguous, Latency: 7 * time.Millisecond,
+			Error: `Post "http://127.0.0.1:8080/sandbox/refunds": EOF`, To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous,
+			ErrorMessage: `the request was sent but no answer came back: Post "http://127.0.0.1:8080/sandbox/refunds": EOF`}})
+	for i := range lookups {
+		if i > 0 {
+			con.Clock.Advance(30 * time.Second)
+		}
+		probe(t, con, "refunds.issue", models.ProbeOutcome{Status: 500, Outcome: "error", To: models.StateUnknown,
+			NextProbeAt: con.Clock.Now().Add(30 * time.Second)})
+	}
+	_, err := con.Ledger.OpenReview(t.Context(), refund, models.ReasonUnknownOutcome, "worker:demo-worker")
+	require.NoError(t, err)
+	return refund
+}
+
+// Item 1 of the console's reading order: the top of an operation page says what happened,
+// why a person is needed, where reconciliation stands and what to look for downstream; after
+// a decision its outcome comes first, and a PENDING page shows no stale warning.
+func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := escalatedRefund(t, con, "acme", "order-1044:refund", 3)
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
+	require.NoError(t, err)
+	dk := rec.Op.DownstreamKeySent()
+
+	signIn(t, ctx, con.URL+"/operations/"+refund.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("situation")))
+	assert.Equal(t, "Sent; the connection closed before the refunds service answered.",
+		value(t, ctx, chromedp.Text(testID("situation-outcome"))))
+	assert.Equal(t, "refunds.issue does not honour idempotency keys: a retry could carry it out twice.",
+		value(t, ctx, chromedp.Text(testID("situation-why"))))
+	reconcile := value(t, ctx, chromedp.Text(testID("situation-reconcile")))
+	assert.True(t, strings.HasPrefix(reconcile, "3 look-ups, all HTTP 500; next in "), reconcile)
+	assert.Equal(t, dk, value(t, ctx, chromedp.Text(testID("situation-reference"))))
+	link := value(t, ctx, chromedp.AttributeValue(testID("reference-link"), "href")).Value
+	assert.Equal(t, "http://127.0.0.1:9/refunds?reference="+dk, link, "the tools file's reference_url, rendered")
+	assert.Equal(t, "warning", value(t, ctx, chromedp.AttributeValue(testID("situation"), "data-tone")).Value)
+	// The situation comes before the decision, and the decision before the evidence.
+	order := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(
+		'[data-testid="situation"], [data-testid="action-panel"], [data-testid="operation-facts"], [data-testid="timeline"]'),
+		(e) => e.getAttribute('data-testid'))`))
+	assert.Equal(t, []string{"situation", "action-panel", "operation-facts", "timeline"}, order)
+
+	run(t, ctx, chromedp.Click(testID("copy-reference")),
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="copy-reference"]').textContent === 'Copied'`))
+
+	decide(t, ctx, "confirm_not_executed", "No refund for order 1044 in the payment system.")
+	first := value(t, ctx, chromedp.Evaluate[string](`document.querySelector('main').firstElementChild.getAttribute('data-testid')`))
+	assert.Equal(t, "notice", first, "the action's result is the first thing on the page")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "Recorded as not executed")
+	assert.Equal(t, "PENDING", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "info", value(t, ctx, chromedp.AttributeValue(testID("situation"), "data-tone")).Value, "no UNKNOWN warning on a PENDING page")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("situation-outcome"))), "Waiting to be sent")
+	top := value(t, ctx, chromedp.Text(testID("situation")))
+	assert.Contains(t, top, "Last attempt\nsent; the connection closed before the refunds service answered")
+	assert.NotContains(t, top, "Recorded error", "the old attempt's error is no banner on a PENDING page")
+	assert.NotContains(t, top, "Why it waits for you")
+}
+
+// A compensated operation says so next to its state, and the compensation names what it undoes.
+func TestBrowserCompensatedMarker(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	ticket := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-7:ticket", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
+			Latency: 80 * time.Millisecond, To: models.StateSucceeded, Result: []byte(`{"id":"T-7"}`), DownstreamRef: "T-7"}})
+	comp, err := con.Executor.ProposeCompensation(t.Context(), ticket, models.Requester{Actor: "user:paul@example.com"}, "Opened by mistake.")
+	require.NoError(t, err)
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+
+	signIn(t, ctx, con.URL+"/operations/"+ticket.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("compensated-marker")))
+	marker := words(value(t, ctx, chromedp.Text(testID("compensated-marker"))))
+	assert.Contains(t, marker, "Compensated by compensate:"+ticket.ID)
+	assert.Contains(t, marker, "AWAITING_APPROVAL")
+	assert.Equal(t, "T-7", value(t, ctx, chromedp.Text(testID("situation-reference"))), "the downstream's own id once known")
+	assert.Equal(t, "Done: the tickets service answered HTTP 201.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
+
+	run(t, ctx, chromedp.Click(testID("compensated-marker")+" a"), chromedp.WaitVisible(testID("compensates-marker")))
+	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+comp.ID)
+	assert.Equal(t, fmt.Sprintf("Undoes %s", ticket.Key), words(value(t, ctx, chromedp.Text(testID("compensates-marker")))))
+}
+
+// Item 2: the actions say what they risk. A retry of a refund, whose downstream does not
+// deduplicate, is marked risky and says why; a ticket's, whose downstream does, is not; an
+// email, which cannot be looked up, is not offered a look-up, and a forged one is refused.
+func TestBrowserActionsHonestAboutRisk(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := escalatedRefund(t, con, "acme", "order-1:refund", 1)
+	ticket := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1:ticket", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Unknown: true, Review: true})
+	email := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1:email", Tool: "email.send",
+		Params: `{"to":"ada@example.com","subject":"Your refund","body":"Done."}`, Unknown: true, Review: true})
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+	actions := func() []string {
+		return value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="action"]'), (a) => a.getAttribute('data-action'))`))
+	}
+
+	signIn(t, ctx, con.URL+"/operations/"+refund.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("action-panel")))
+	assert.Equal(t, []string{"reconcile_now", "confirm_succeeded", "confirm_not_executed", "mark_failed"}, actions())
+	assert.Equal(t, "Risky", value(t, ctx, chromedp.TextContent(testID("action-risk-confirm_not_executed"))))
+	assert.Contains(t, value(t, ctx, chromedp.AttributeValue(`[data-action="confirm_not_executed"]`, "class")).Value, "action--danger")
+	run(t, ctx, chromedp.Click(testID("action-open-confirm_not_executed")), chromedp.WaitVisible(testID("action-caution-confirm_not_executed")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("action-caution-confirm_not_executed"))),
+		"refunds.issue does not honour idempotency keys: if the first request was carried out, this retry carries it out a second time")
+
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+ticket.ID), chromedp.WaitVisible(testID("action-panel")))
+	assert.Equal(t, 0, count(t, ctx, testID("action-risk-confirm_not_executed")), "tickets.create honours keys: a repeat is harmless")
+	assert.Contains(t, value(t, ctx, chromedp.AttributeValue(`[data-action="confirm_not_executed"]`, "class")).Value, "action--neutral")
+
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+email.ID), chromedp.WaitVisible(testID("action-panel")))
+	assert.Equal(t, []string{"confirm_succeeded", "confirm_not_executed", "mark_failed"}, actions(), "no look-up for a tool without reconcile")
+	assert.Equal(t, "No look-up is possible: email.send has no reconcile, so only a person can settle it.",
+		value(t, ctx, chromedp.Text(testID("situation-reconcile"))))
+
+	// A forged post of the look-up is refused, and nothing is scheduled.
+	before, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), email.ID)
+	require.NoError(t, err)
+	b := con.NewBrowser(t)
+	b.MustLogin(t, "rita@example.com", pw)
+	b.Get(t, "/operations/"+email.ID)
+	p := act(t, b, email, models.ActionReconcileNow, nil)
+	assert.Equal(t, 422, p.Status)
+	assert.Contains(t, p.TestIDs("notice")[0], "email.send has no reconcile")
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), email.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before.Op.NextProbeAt, rec.Op.NextProbeAt, "no look-up was scheduled")
+	assert.Len(t, rec.Events, len(before.Events), "nothing was recorded on the operation")
+}
+
+// words joins the words of a text with single spaces: what a line reads, however it wraps.
+func words(s string) string { return strings.Join(strings.Fields(s), " ") }
