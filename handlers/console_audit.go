@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -119,4 +120,25 @@ func auditRow(e models.AuditEntry) views.AuditRow {
 		r.Detail = append(r.Detail, views.Detail{Name: "request id", Value: e.RequestID})
 	}
 	return r
+}
+
+// hiddenDetails are detail members that mean nothing to a reader of the audit page (the
+// fencing token) or are shown elsewhere.
+var hiddenDetails = map[string]bool{"fence": true}
+
+// details lists an audit entry's detail members by name.
+func details(raw *string) []views.Detail {
+	d := detailMap(raw)
+	names := make([]string, 0, len(d))
+	for k := range d {
+		if !hiddenDetails[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	out := make([]views.Detail, len(names))
+	for i, k := range names {
+		out[i] = views.Detail{Name: k, Value: str(d[k])}
+	}
+	return out
 }

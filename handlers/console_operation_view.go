@@ -3,8 +3,6 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -32,12 +30,11 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 	_, known := cat.Get(op.Tool)
 	p.Params, p.ParamsNote = shownDoc(view.Params, op.Params, known, op.PurgedAt != nil, "params")
 	p.Result, p.ResultNote = shownDoc(view.Result, op.Result, true, op.PurgedAt != nil, "result")
-	p.Timeline = timeline(rec.Events, rec.Attempts, now)
-	p.Probes = probes(rec.Events, now)
+	p.Timeline = buildTimeline(rec.Events, rec.Attempts)
 	for _, r := range rec.Reviews {
 		p.Reviews = append(p.Reviews, views.ReviewInfo{ID: r.ID, Reason: reasonLabel(r.Reason), Status: r.Status,
-			Opened: views.NewTime(r.OpenedAt, now), OpenedBy: r.OpenedBy, Resolved: timePtr(r.ResolvedAt, now),
-			ResolvedBy: deref(r.ResolvedBy), Resolution: deref(r.Resolution)})
+			Opened: views.NewTime(r.OpenedAt, now), OpenedBy: ActorName(r.OpenedBy), Resolved: timePtr(r.ResolvedAt, now),
+			ResolvedBy: ActorName(deref(r.ResolvedBy)), Resolution: deref(r.Resolution)})
 	}
 	for _, a := range rec.Audit {
 		p.Audit = append(p.Audit, auditRow(a))
@@ -71,122 +68,6 @@ func shownDoc(doc json.RawMessage, stored *string, known, purged bool, what stri
 		return string(doc), ""
 	}
 	return out.String(), ""
-}
-
-// eventLabels name event types as people read them.
-var eventLabels = map[string]string{
-	models.EventCreated:            "Recorded",
-	models.EventStateChanged:       "State changed",
-	models.EventAttemptStarted:     "Attempt started",
-	models.EventAttemptFinished:    "Attempt finished",
-	models.EventRetryScheduled:     "Retry scheduled",
-	models.EventReconcileStarted:   "Reconciliation probe started",
-	models.EventReconcileFinished:  "Reconciliation probe finished",
-	models.EventEscalated:          "Handed to a person",
-	models.EventReviewAction:       "Review action",
-	models.EventCompensationLinked: "Compensation linked",
-}
-
-// timeline merges events with their attempts: an attempt's request id, outcome, downstream
-// status, latency and trace id are shown on the event that started or finished it.
-func timeline(events []models.Event, attempts []models.Attempt, now time.Time) []views.TimelineEntry {
-	byNumber := make(map[int]models.Attempt, len(attempts))
-	for _, a := range attempts {
-		byNumber[a.Number] = a
-	}
-	out := make([]views.TimelineEntry, 0, len(events))
-	for _, e := range events {
-		entry := views.TimelineEntry{At: views.NewPreciseTime(e.At), Type: e.Type, Label: eventLabels[e.Type], Actor: e.Actor,
-			Detail: details(e.Detail)}
-		if entry.Label == "" {
-			entry.Label = e.Type
-		}
-		if e.FromState != nil {
-			entry.From = string(*e.FromState)
-		}
-		if e.ToState != nil {
-			entry.To = string(*e.ToState)
-		}
-		if a, ok := byNumber[deref0(e.Attempt)]; ok && (e.Type == models.EventAttemptStarted || e.Type == models.EventAttemptFinished) {
-			finished := e.Type == models.EventAttemptFinished
-			verb := "started"
-			if finished {
-				verb = "finished"
-			}
-			entry.Label = fmt.Sprintf("Attempt %d %s", a.Number, verb)
-			entry.Attempt = attemptInfo(a, finished)
-		}
-		out = append(out, entry)
-	}
-	return out
-}
-
-// attemptInfo is what the timeline shows of an attempt: its request id when it started, and
-// everything it recorded when it finished.
-func attemptInfo(a models.Attempt, finished bool) *views.AttemptInfo {
-	info := &views.AttemptInfo{Number: a.Number, RequestID: a.ID, TraceID: deref(a.TraceID)}
-	if !finished {
-		return info
-	}
-	info.Class, info.Error = deref(a.Class), deref(a.Error)
-	if a.DownstreamStatus != nil {
-		info.Status = strconv.Itoa(*a.DownstreamStatus)
-	}
-	if a.LatencyMS != nil {
-		info.Latency = strconv.FormatInt(*a.LatencyMS, 10) + " ms"
-	}
-	return info
-}
-
-// probes lists the finished reconciliation probes, oldest first.
-func probes(events []models.Event, now time.Time) []views.ProbeRow {
-	var out []views.ProbeRow
-	for _, e := range events {
-		if e.Type != models.EventReconcileFinished {
-			continue
-		}
-		d := detailMap(e.Detail)
-		row := views.ProbeRow{At: views.NewTime(e.At, now), Probe: str(d["probe"]), Outcome: str(d["outcome"]),
-			Status: str(d["downstream_status"]), Error: str(d["error"])}
-		if e.ToState != nil {
-			row.To = string(*e.ToState)
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
-// hiddenDetails are detail members the page shows elsewhere (the attempt's facts, the
-// fingerprint among the facts) or that mean nothing to a reviewer (the fencing token).
-var hiddenDetails = map[string]bool{"attempt_id": true, "class": true, "downstream_status": true, "latency_ms": true,
-	"fence": true, "fingerprint": true}
-
-// details lists an event's detail members by name.
-func details(raw *string) []views.Detail {
-	d := detailMap(raw)
-	names := make([]string, 0, len(d))
-	for k := range d {
-		if !hiddenDetails[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	out := make([]views.Detail, len(names))
-	for i, k := range names {
-		out[i] = views.Detail{Name: k, Value: str(d[k])}
-	}
-	return out
-}
-
-func detailMap(raw *string) map[string]any {
-	if raw == nil {
-		return nil
-	}
-	var d map[string]any
-	if err := json.Unmarshal([]byte(*raw), &d); err != nil {
-		return map[string]any{"detail": *raw}
-	}
-	return d
 }
 
 // str shows a JSON value: strings as they are, numbers without exponent, the rest as JSON.

@@ -47,7 +47,9 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 	case models.StateAwaitingApproval:
 		s.Outcome = "Not sent yet: it waits for a reviewer's approval."
 	}
-	if op.ErrorMessage != nil && (op.State == models.StateUnknown || op.State == models.StateFailedFinal) {
+	// A reviewer's own decision is on the timeline, with its reason: not repeated as an error.
+	if op.ErrorMessage != nil && (op.State == models.StateUnknown || op.State == models.StateFailedFinal) &&
+		deref(op.ErrorClass) != models.ErrorRejectedByReviewer {
 		s.Detail = *op.ErrorMessage
 	}
 	s.ReferenceLabel, s.Reference = "Search the downstream for", view.downstreamKey

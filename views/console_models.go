@@ -138,8 +138,7 @@ type OperationPage struct {
 	ParamsNote    string
 	Result        string
 	ResultNote    string
-	Timeline      []TimelineEntry
-	Probes        []ProbeRow
+	Timeline      Timeline
 	Reviews       []ReviewInfo
 	Audit         []AuditRow
 	Compensates   *OperationRow
@@ -166,43 +165,50 @@ type Situation struct {
 	ReferenceLinkText string
 }
 
-// TimelineEntry is one line of the merged timeline of events and attempts.
-type TimelineEntry struct {
-	At      Time
-	Type    string
-	Label   string
-	From    string
-	To      string
-	Actor   string
-	Attempt *AttemptInfo
-	Detail  []Detail
+// Timeline is an operation's history as the page reads it: Rows in order, the people's
+// Decisions again on their own (pinned above), and the events as recorded (Raw).
+type Timeline struct {
+	Decisions []TimelineRow
+	Rows      []TimelineRow
+	Raw       []RawEvent
 }
 
-// Detail is one member of an event's detail.
+// TimelineRow is one line of the timeline: an attempt with its outcome, a run of look-ups, a
+// decision. Kind chooses its colour and icon; End is set for a run of several look-ups.
+type TimelineRow struct {
+	Kind    string
+	At      Time
+	End     *Time
+	Title   string
+	Actor   string
+	From    string
+	To      string
+	Attempt int
+	Count   int
+	// Facts are the row's short facts (class, status, latency, the wait before it), IDs its
+	// identifiers (request id, trace id), Note an error as recorded, Quote a person's reason.
+	Facts []Detail
+	IDs   []Detail
+	Note  string
+	Quote string
+}
+
+// Detail is one named fact.
 type Detail struct {
 	Name  string
 	Value string
 }
 
-// AttemptInfo is what an attempt recorded, shown on its timeline entries.
-type AttemptInfo struct {
-	Number    int
-	RequestID string // the attempt id, sent downstream as X-Request-Id
-	Class     string
-	Status    string
-	Latency   string
-	TraceID   string
-	Error     string
-}
-
-// ProbeRow is one finished reconciliation probe.
-type ProbeRow struct {
+// RawEvent is an event exactly as recorded.
+type RawEvent struct {
+	ID      string
 	At      Time
-	Probe   string
-	Outcome string
-	Status  string
+	Type    string
+	Actor   string
+	From    string
 	To      string
-	Error   string
+	Attempt string
+	Detail  string
 }
 
 // ReviewInfo is one review of an operation.

@@ -55,3 +55,14 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// timelineIcons are the symbols of the timeline's kinds; they repeat what the colour says.
+var timelineIcons = map[string]string{"created": "●", "attempt-ok": "✓", "attempt-failed": "✕", "attempt-unclear": "?",
+	"attempt-running": "…", "probe": "↻", "probe-settled": "↻", "escalated": "⚑", "decision": "✎", "state": "→", "link": "⇄"}
+
+func timelineIcon(kind string) string {
+	if s, ok := timelineIcons[kind]; ok {
+		return s
+	}
+	return "•"
+}

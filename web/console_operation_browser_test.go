@@ -158,3 +158,87 @@ func TestBrowserActionsHonestAboutRisk(t *testing.T) {
 
 // words joins the words of a text with single spaces: what a line reads, however it wraps.
 func words(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Item 3: the timeline is read in five seconds. One row per attempt with the wait before it and
+// why, a run of identical look-ups folded into one row, kinds told apart by colour and icon,
+// the decision pinned above, every time in one millisecond format, details in words; the
+// events as recorded one click away.
+func TestBrowserTimelineReadInFiveSeconds(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-9:refund", Tool: "refunds.issue",
+		Params: `{"amount_cents":900,"currency":"EUR","order_id":"9"}`,
+		Outcome: &models.AttemptOutcome{Class: models.ErrorThrottled, DownstreamStatus: 429, Latency: 40 * time.Millisecond,
+			To: models.StatePending, NextAttemptAt: con.Clock.Now().Add(1500 * time.Millisecond)}})
+	con.Clock.Advance(1500 * time.Millisecond)
+	due, err := con.Ledger.ClaimDue(t.Context(), "demo-worker", 10, func(string) time.Duration { return time.Minute })
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	con.Clock.Advance(250 * time.Millisecond)
+	require.NoError(t, con.Ledger.FinishAttempt(t.Context(), due[0], "demo-worker", models.AttemptOutcome{Class: models.ErrorAmbiguous,
+		DownstreamStatus: 504, Latency: 250 * time.Millisecond, To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous,
+		ErrorMessage: "the downstream answered 504 after the request was sent"}))
+	for i := range 12 {
+		if i > 0 {
+			con.Clock.Advance(30 * time.Second)
+		}
+		probe(t, con, "refunds.issue", models.ProbeOutcome{Status: 500, Outcome: "error", To: models.StateUnknown,
+			NextProbeAt: con.Clock.Now().Add(30 * time.Second)})
+	}
+	now, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
+	require.NoError(t, err)
+	_, err = con.Ledger.OpenReview(t.Context(), now.Op, models.ReasonUnknownOutcome, "worker:demo-worker")
+	require.NoError(t, err)
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+
+	signIn(t, ctx, con.URL+"/operations/"+refund.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("timeline")))
+	decide(t, ctx, "mark_failed", "The payment provider is down for the day; the customer was refunded by hand.")
+	kinds := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="timeline-entry"]'), (e) => e.getAttribute('data-kind'))`))
+	assert.Equal(t, []string{"created", "attempt-failed", "attempt-unclear", "probe", "escalated", "decision"}, kinds)
+	titles := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="timeline-entry"] [data-testid="timeline-title"]'), (e) => e.textContent)`))
+	assert.Equal(t, "Attempt 1: throttled", titles[1])
+	assert.Equal(t, "Attempt 2: outcome unclear", titles[2])
+	assert.Equal(t, "12 look-ups, all HTTP 500", titles[3])
+	assert.Equal(t, "rita@example.com marked it failed", titles[5], "a person by their email, without user:")
+	second := words(value(t, ctx, chromedp.Text(`[data-kind="attempt-unclear"]`)))
+	assert.Contains(t, second, "Waited 1.500 s (the downstream asked to slow down: Retry-After or backoff)")
+	assert.Contains(t, second, "Downstream status HTTP 504")
+	assert.Contains(t, second, "Latency 250 ms")
+
+	// The decision is pinned above the rows, with its reason.
+	pinned := value(t, ctx, chromedp.Evaluate[bool](`(() => { const d = document.querySelector('[data-testid="decisions"]');
+		const first = document.querySelector('[data-testid="timeline-entry"]');
+		return !!d && !!(d.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING); })()`))
+	assert.True(t, pinned)
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("decision")+" "+testID("timeline-quote"))), "refunded by hand")
+
+	// Every time in the timeline in one format, to the millisecond.
+	times := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="timeline"] time'), (e) => e.textContent)`))
+	require.NotEmpty(t, times)
+	for _, tm := range times {
+		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`, tm)
+	}
+	// Kinds differ in colour and in icon.
+	looks := value(t, ctx, chromedp.Evaluate[[]string](`['attempt-failed', 'attempt-unclear', 'probe', 'decision'].map((k) => {
+		const i = document.querySelector('[data-testid="timeline-entry"][data-kind="' + k + '"] .timeline__icon');
+		return getComputedStyle(i).color + ' ' + getComputedStyle(i).backgroundColor + ' ' + i.textContent; })`))
+	for i := range looks {
+		for j := range i {
+			assert.NotEqual(t, looks[j], looks[i], "kinds look alike")
+		}
+	}
+	// Details in words; the raw names only in the raw events, which open with one click.
+	visible := value(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="timeline"]').innerText`))
+	assert.NotContains(t, visible, "next_probe_at")
+	assert.NotContains(t, visible, "Reconciliation probe started")
+	assert.Equal(t, 1, strings.Count(visible, "the downstream answered 504")+strings.Count(visible, "HTTP 504"), "nothing printed twice")
+	run(t, ctx, chromedp.Click(testID("raw-events")+" summary"), chromedp.WaitVisible(testID("raw-event")))
+	final, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
+	require.NoError(t, err)
+	assert.Equal(t, len(final.Events), count(t, ctx, testID("raw-event")), "every event as recorded")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("raw-events"))), "next_probe_at")
+	run(t, ctx, chromedp.Click(testID("raw-events")+" summary"))
+	screenshot(t, ctx, "timeline")
+}

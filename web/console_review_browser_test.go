@@ -17,6 +17,9 @@ import (
 // Every decision goes through the real form; what the person sees is checked on the page,
 // and what changed is checked in the ledger and at the downstream.
 
+// decisionRow is the selector of a person's decision on the timeline.
+const decisionRow = `[data-testid="timeline-entry"][data-kind="decision"]`
+
 // stateBadge is the selector of the operation page's state, in its header.
 var stateBadge = `[data-testid="operation"] ` + testID("state-badge")
 
@@ -119,7 +122,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	)
 	assert.Equal(t, page, value(t, ctx, chromedp.Location()))
 	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
-	assert.Zero(t, count(t, ctx, `[data-type="review_action"]`))
+	assert.Zero(t, count(t, ctx, decisionRow))
 	entries := count(t, ctx, testID("timeline-entry"))
 
 	// The same page in a second tab, left open while the first decides.
@@ -147,9 +150,9 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	assert.Equal(t, "SUCCEEDED", value(t, ctx, chromedp.Text(stateBadge)))
 	assert.Equal(t, "R-5001", value(t, ctx, chromedp.Text(testID("downstream-ref"))))
 	assert.Equal(t, page, value(t, ctx, chromedp.Location()), "back on the operation (post/redirect/get)")
-	assert.Equal(t, 1, count(t, ctx, `[data-type="review_action"]`), "one decision on the timeline")
+	assert.Equal(t, 1, count(t, ctx, decisionRow), "one decision on the timeline")
 	assert.Greater(t, count(t, ctx, testID("timeline-entry")), entries)
-	assert.Contains(t, value(t, ctx, chromedp.Text(`[data-type="review_action"]`)), reason)
+	assert.Contains(t, value(t, ctx, chromedp.Text(decisionRow)), reason)
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("result-json"))), `"R-5001"`)
 
 	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)

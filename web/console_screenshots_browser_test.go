@@ -48,7 +48,8 @@ func TestBrowserScreenshots(t *testing.T) {
 		chromedp.Blur(testID("action-reason-confirm_succeeded")),
 	)
 	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
-	assert.Equal(t, 3, count(t, ctx, testID("probe")), "three look-ups that failed")
+	assert.Equal(t, "3 look-ups, all HTTP 500", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
+		"three look-ups that failed, on one row")
 	assert.Equal(t, 4, count(t, ctx, testID("action")))
 	docsScreenshot(t, ctx, "operation", 1420)
 }
