@@ -69,6 +69,9 @@ type Flash struct {
 	Principal string `json:"principal,omitempty"`
 	Tools     string `json:"tools,omitempty"`
 	Secret    string `json:"secret,omitempty"`
+	// NextHref and NextText lead on from a review decision to the next review.
+	NextHref string `json:"next_href,omitempty"`
+	NextText string `json:"next_text,omitempty"`
 }
 
 // Viewer is the signed-in console user.
@@ -121,6 +124,16 @@ func currentViewer(c echo.Context) (*Viewer, error) {
 // layoutPage is the layout's view of the request for a signed-in page in section nav.
 func layoutPage(v *Viewer, title, nav string) views.Page {
 	return views.Page{Title: title, User: &views.User{Email: v.Email, Role: string(v.Role)}, CSRFToken: v.CSRFToken, Nav: nav}
+}
+
+// page is the layout's view of the request, with the count of open reviews the navigation
+// shows. A count that cannot be read is left out rather than failing the page.
+func (h *Console) page(c echo.Context, v *Viewer, title, nav string) views.Page {
+	p := layoutPage(v, title, nav)
+	if n, err := h.Ledger.OpenReviewCount(c.Request().Context(), v.Scope); err == nil {
+		p.OpenReviews = n
+	}
+	return p
 }
 
 // renderPage writes a console page. Console pages show money and credentials: no cache may keep

@@ -137,9 +137,11 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	st := &views.ApprovalStatus{Required: required, Approvers: models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)}
 	st.Count = len(st.Approvers)
 	p.Approvals = st
+	defer func() { st.Proposer = ActorName(st.Proposer) }() // compared as recorded, shown as read
 	p.Intro = fmt.Sprintf("%s is sent only once %s approved it. Check the params below, then decide.", op.Tool, reviewersHave(required))
 	if op.Compensates != nil {
 		st.Proposer = models.ProposerOf(rec.Events)
+		st.ProposerReason = models.ProposalReasonOf(rec.Events)
 		p.Intro = fmt.Sprintf("This operation undoes another one (see Linked operations). It runs only once %s approved it, "+
 			"and the reviewer who proposed it cannot be one of them.", reviewersHave(required))
 	}

@@ -171,7 +171,18 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	if done.Redirect == "" {
 		done.Redirect = OperationHref(rec.Op.ID)
 	}
-	h.Sessions.SetFlash(c, Flash{Kind: string(done.Kind), Message: done.Message})
+	fl := Flash{Kind: string(done.Kind), Message: done.Message}
+	// After a decision, the way on is the next review (the oldest, as the queue lists them).
+	if name != models.ActionReconcileNow && name != ActionProposeCompensation {
+		switch next, ok, err := h.Ledger.NextReview(ctx, v.Scope, rec.Op.ID); {
+		case err != nil: // the decision is recorded; only the way on is missing
+		case ok:
+			fl.NextHref, fl.NextText = OperationHref(next.OperationID), next.Key
+		default:
+			fl.NextText = "No other review is waiting."
+		}
+	}
+	h.Sessions.SetFlash(c, fl)
 	return c.Redirect(http.StatusSeeOther, done.Redirect)
 }
 

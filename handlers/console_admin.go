@@ -34,7 +34,7 @@ func (h *Console) Admin(c echo.Context) error {
 		return err
 	}
 	now := h.now()
-	p := views.AdminPage{Page: layoutPage(v, "Admin", views.NavAdmin), MayCreateTenants: v.Scope.Unlimited(),
+	p := views.AdminPage{Page: h.page(c, v, "Admin", views.NavAdmin), MayCreateTenants: v.Scope.Unlimited(),
 		TenantOptions: options(tenantNames(tenants), ""), Roles: roleOptions()}
 	if f, ok := h.Sessions.TakeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}

@@ -35,7 +35,7 @@ func (h *Console) AuditLog(c echo.Context) error {
 	f := models.AuditSearch{Tenant: q.Get("tenant"), Action: strings.TrimSpace(q.Get("action")),
 		Actor: strings.TrimSpace(q.Get("actor")), Limit: auditPageSize}
 	f.Before, _ = strconv.ParseInt(q.Get("before"), 10, 64)
-	p := views.AuditPage{Page: layoutPage(v, "Audit log", views.NavAudit), Limited: !v.Scope.Unlimited(),
+	p := views.AuditPage{Page: h.page(c, v, "Audit log", views.NavAudit), Limited: !v.Scope.Unlimited(),
 		Action: f.Action, Actor: f.Actor, Actions: auditActions, Filtered: f.Tenant != "" || f.Action != "" || f.Actor != ""}
 	if fl, ok := h.Sessions.TakeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(fl.Kind), Message: fl.Message}

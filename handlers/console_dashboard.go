@@ -39,7 +39,7 @@ func (h *Console) Dashboard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.DashboardPage{Page: layoutPage(v, "Dashboard", views.NavDashboard), OpenReviews: d.OpenReviews, OverdueCount: d.OverdueCount}
+	p := views.DashboardPage{Page: h.page(c, v, "Dashboard", views.NavDashboard), OpenReviews: d.OpenReviews, OverdueCount: d.OverdueCount}
 	for _, s := range models.States {
 		n := d.ByState[s]
 		p.Total += n

@@ -82,7 +82,7 @@ func (h *Console) exportsPage(c echo.Context, v *Viewer, status int, problem str
 		return err
 	}
 	q := requestValues(c)
-	p := views.ExportsPage{Page: layoutPage(v, "Exports", views.NavExports), Limited: !v.Scope.Unlimited(), Error: problem,
+	p := views.ExportsPage{Page: h.page(c, v, "Exports", views.NavExports), Limited: !v.Scope.Unlimited(), Error: problem,
 		Formats: []views.Option{{Value: string(export.CSV), Label: "CSV — one row per event"},
 			{Value: string(export.NDJSON), Label: "NDJSON — one operation per line"}},
 		Tenants: options(tenantNames(tenants), q.Get("tenant")), States: options(stateNames(), q.Get("state")),

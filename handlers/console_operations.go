@@ -26,7 +26,7 @@ func (h *Console) Operations(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	q := c.QueryParams()
-	p := views.SearchPage{Page: layoutPage(v, "Operations", views.NavOperations),
+	p := views.SearchPage{Page: h.page(c, v, "Operations", views.NavOperations),
 		Key: strings.TrimSpace(q.Get("key")), From: q.Get("from"), To: q.Get("to")}
 	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
 	if err != nil {
@@ -105,7 +105,7 @@ func (h *Console) Operation(c echo.Context) error {
 	}
 	var notice *views.NoticeText
 	if f, ok := h.Sessions.TakeFlash(c); ok {
-		notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}
+		notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message, NextHref: f.NextHref, NextText: f.NextText}
 	}
 	return h.renderOperation(c, v, rec, http.StatusOK, notice, nil)
 }
@@ -115,7 +115,7 @@ func (h *Console) Operation(c echo.Context) error {
 func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.OperationRecord, status int, notice *views.NoticeText, refused *refusedAction) error {
 	now := h.now()
 	p := operationPage(h.Catalog, rec, now)
-	p.Page = layoutPage(v, rec.Op.Key, views.NavOperations)
+	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice
 	panel := h.actionPanel(v, rec, now, refused)
@@ -138,6 +138,6 @@ func (h *Console) Workflow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := views.WorkflowPage{Page: layoutPage(v, "Workflow "+runID, views.NavOperations), RunID: runID, Rows: operationRows(ops, h.now())}
+	p := views.WorkflowPage{Page: h.page(c, v, "Workflow "+runID, views.NavOperations), RunID: runID, Rows: operationRows(ops, h.now())}
 	return renderPage(c, http.StatusOK, views.Workflow(p))
 }

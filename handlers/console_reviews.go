@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -52,7 +54,7 @@ func (h *Console) Reviews(c echo.Context) error {
 		return err
 	}
 	p := views.ReviewsPage{
-		Page:    layoutPage(v, "Reviews", views.NavReviews),
+		Page:    h.page(c, v, "Reviews", views.NavReviews),
 		Tenants: options(tenantNames(tenants), f.Tenant),
 		Tools:   options(h.Catalog.Names(), f.Tool),
 		Reasons: reasonOptions(f.Reason),
@@ -93,13 +95,66 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 	}
 	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
 		Updated: views.NewTime(now, time.Time{})}
+	var awaiting []string
+	for _, it := range items {
+		if it.State == models.StateAwaitingApproval {
+			awaiting = append(awaiting, it.OperationID)
+		}
+	}
+	decisions, err := h.Ledger.DecisionEvents(c.Request().Context(), v.Scope, awaiting)
+	if err != nil {
+		return views.ReviewList{}, err
+	}
 	for _, it := range items {
 		op := views.OperationRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Tenant: it.Tenant,
 			Key: it.Key, Tool: it.Tool, State: string(it.State)}
-		l.Items = append(l.Items, views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
-			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: it.OpenedBy, Operation: op})
+		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
+			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt))}
+		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
+		l.Items = append(l.Items, row)
 	}
 	return l, nil
+}
+
+// queueFacts fills what a queue row says is at stake: the tool's summary of the params (or the
+// params, shortened), and for an operation awaiting approval where the approvals stand, what
+// the viewer did, and why a compensation was proposed.
+func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events []models.Event, v *Viewer, now time.Time) {
+	tool, known := h.Catalog.Get(it.Tool)
+	if known && it.Params != nil {
+		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {
+			if s, ok := tool.Summary(masked, it.Key, it.Tenant); ok {
+				row.Summary = s
+			} else {
+				row.Summary, row.SummaryIsParams = shorten(string(masked), 160), true
+			}
+		}
+	}
+	if it.State != models.StateAwaitingApproval || !known {
+		return
+	}
+	op := &models.Operation{Fingerprint: it.Fingerprint, Compensates: it.Compensates}
+	approvers := models.ApproversOf(op, events, tool.Review.ApprovalTTL, now)
+	row.Approvals = fmt.Sprintf("%d of %d", len(approvers), requiredApprovals(op, tool))
+	if it.Compensates != nil {
+		row.Proposer = ActorName(models.ProposerOf(events))
+		row.ProposerReason = models.ProposalReasonOf(events)
+	}
+	switch {
+	case it.Compensates != nil && models.ProposerOf(events) == v.Actor():
+		row.You = "you proposed this"
+	case slices.Contains(approvers, v.Actor()):
+		row.You = "you approved"
+	}
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func reviewFilter(c echo.Context) models.ReviewFilter {

@@ -61,7 +61,8 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 		e := events[i]
 		switch e.Type {
 		case models.EventCreated:
-			row := views.TimelineRow{Kind: kindCreated, At: views.NewPreciseTime(e.At), Title: "Recorded", Actor: ActorName(e.Actor), To: stateOf(e.ToState)}
+			row := views.TimelineRow{Kind: kindCreated, At: views.NewPreciseTime(e.At), Title: "Recorded", Actor: ActorName(e.Actor), To: stateOf(e.ToState),
+				Quote: str(detailMap(e.Detail)["reason"])}
 			tl.Rows = append(tl.Rows, row)
 			if stateOf(e.ToState) == string(models.StateAwaitingApproval) {
 				waitWhy = "after approval"

@@ -47,7 +47,7 @@ func (h *Console) Webhooks(c echo.Context) error {
 	}
 	now := h.now()
 	names := tenantNames(tenants)
-	p := views.WebhooksPage{Page: layoutPage(v, "Webhooks", views.NavAdmin), TenantOptions: options(names, ""), MayAllowPrivate: v.Scope.Unlimited(),
+	p := views.WebhooksPage{Page: h.page(c, v, "Webhooks", views.NavAdmin), TenantOptions: options(names, ""), MayAllowPrivate: v.Scope.Unlimited(),
 		EventTypes: models.WebhookEventTypes, TenantFilter: options(names, f.Tenant), Operation: f.OperationID,
 		StatusOptions: options([]string{models.DeliveryPending, models.DeliveryDelivered, models.DeliveryDead}, f.Status)}
 	if fl, ok := h.Sessions.TakeFlash(c); ok {

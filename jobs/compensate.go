@@ -104,7 +104,7 @@ func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Ope
 		return nil, err
 	}
 	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor = by.Actor, deref(original.WorkflowRunID), original.ID, by.Actor
-	in.NeedsApproval, in.ReviewReason = true, models.ReasonCompensationApproval
+	in.NeedsApproval, in.ReviewReason, in.Reason = true, models.ReasonCompensationApproval, reason
 	in.Audit = func(op *models.Operation) models.AuditInput {
 		return models.AuditInput{Actor: by.Actor, Action: models.AuditProposeCompensation, Tenant: op.Tenant,
 			OperationID: original.ID, Outcome: models.OutcomeOK, RequestID: by.RequestID,

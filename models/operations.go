@@ -40,6 +40,9 @@ type NewOperation struct {
 	// process, so the first attempt needs no second claim round trip.
 	Claim *ClaimSpec
 	Actor string
+	// Reason is why a person asked for this operation (a reviewer proposing a compensation):
+	// kept on its created event, for the reviewers who approve it.
+	Reason string
 	// Audit, when set, gives the audit entry of a person's request that this operation records
 	// (a reviewer's proposal of a compensation): appended in the transaction that creates the
 	// operation, and only then, so the request and its entry commit together.
@@ -124,8 +127,12 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			return nil, tx.Where("tenant = ? AND op_key = ?", in.Tenant, in.Key).Take(existing).Error
 		}
 		noteTransition(tx, Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, To: op.State, Attempt: op.Attempts, Actor: in.Actor})
+		created := map[string]any{"fingerprint": op.Fingerprint}
+		if r := strings.TrimSpace(in.Reason); r != "" {
+			created["reason"] = r
+		}
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
-			detail: map[string]any{"fingerprint": op.Fingerprint}}); err != nil {
+			detail: created}); err != nil {
 			return nil, err
 		}
 		if review != nil {

@@ -222,6 +222,20 @@ func ProposerOf(events []Event) string {
 	return ""
 }
 
+// ProposalReasonOf returns the reason recorded with an operation's creation: for a
+// compensation, why the reviewer proposed it; "" when none was given.
+func ProposalReasonOf(events []Event) string {
+	for _, e := range events {
+		if e.Type == EventCreated && e.Detail != nil {
+			var d struct{ Reason string }
+			if json.Unmarshal([]byte(*e.Detail), &d) == nil {
+				return d.Reason
+			}
+		}
+	}
+	return ""
+}
+
 // LapseApprovals ends operations of tool that have awaited approval longer than ttl: an
 // approval not given in time must not authorise the action later.
 func (l *Ledger) LapseApprovals(ctx context.Context, worker, tool string, ttl time.Duration, limit int) (int, error) {

@@ -38,6 +38,12 @@ type QueueItem struct {
 	// ClaimedBy and ClaimedUntil say who has taken the review; a claim past its time is none.
 	ClaimedBy    *string
 	ClaimedUntil *time.Time
+	// Params are the operation's params as stored (masked when sealed): mask them with the
+	// tool's rules before showing them. Fingerprint and Compensates say which approvals count
+	// and whether it is a compensation.
+	Params      *string
+	Fingerprint string
+	Compensates *string
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -49,7 +55,7 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
-			"reviews.claimed_by, reviews.claimed_until").
+			"reviews.claimed_by, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
@@ -80,4 +86,52 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 		items = items[:f.Limit]
 	}
 	return items, more, nil
+}
+
+// OpenReviewCount counts the open reviews within scope: the number the console's navigation
+// shows.
+func (l *Ledger) OpenReviewCount(ctx context.Context, s Scope) (int64, error) {
+	var n int64
+	if err := s.apply(l.scope(ctx).Model(&Review{}), "tenant").Where("status = ?", ReviewOpen).Count(&n).Error; err != nil {
+		return 0, unavailable("open reviews", err)
+	}
+	return n, nil
+}
+
+// NextReview returns the oldest open review within scope whose operation is not except; ok is
+// false when there is none. It is where a reviewer goes after a decision.
+func (l *Ledger) NextReview(ctx context.Context, s Scope, except string) (item QueueItem, ok bool, err error) {
+	q := l.scope(ctx).Table("reviews").
+		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
+			"reviews.opened_by, operations.op_key, operations.tool, operations.state").
+		Joins("JOIN operations ON operations.id = reviews.operation_id").
+		Where("reviews.status = ? AND reviews.operation_id <> ?", ReviewOpen, except)
+	q = s.apply(q, "reviews.tenant")
+	var items []QueueItem
+	if err := q.Order("reviews.opened_at, reviews.id").Limit(1).Scan(&items).Error; err != nil {
+		return QueueItem{}, false, unavailable("next review", err)
+	}
+	if len(items) == 0 {
+		return QueueItem{}, false, nil
+	}
+	return items[0], true, nil
+}
+
+// DecisionEvents returns, by operation, the events that say who proposed and who approved the
+// operations ids (created and review_action), within scope, oldest first.
+func (l *Ledger) DecisionEvents(ctx context.Context, s Scope, ids []string) (map[string][]Event, error) {
+	out := make(map[string][]Event, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var evs []Event
+	q := s.apply(l.scope(ctx).Model(&Event{}), "tenant").
+		Where("operation_id IN ? AND type IN ?", ids, []string{EventCreated, EventReviewAction})
+	if err := q.Order("id").Find(&evs).Error; err != nil {
+		return nil, unavailable("decision events", err)
+	}
+	for _, e := range evs {
+		out[e.OperationID] = append(out[e.OperationID], e)
+	}
+	return out, nil
 }

@@ -27,8 +27,10 @@ type ApprovalStatus struct {
 	Count     int
 	Required  int
 	Approvers []string
-	// Proposer proposed the compensation this operation is; "" for other operations.
-	Proposer string
+	// Proposer proposed the compensation this operation is, for ProposerReason; "" for other
+	// operations.
+	Proposer       string
+	ProposerReason string
 	// Note tells the signed-in reviewer why they may not approve (again), when they may not.
 	Note string
 }

@@ -93,7 +93,9 @@ type ReviewList struct {
 	Updated   Time
 }
 
-// ReviewRow is one open review.
+// ReviewRow is one open review: how long it has waited (Age), what is at stake (Summary, or
+// the params shortened), where an approval stands ("1 of 2"), what the signed-in reviewer
+// already did (You), and for a compensation why it was proposed.
 type ReviewRow struct {
 	ID        string
 	Tenant    string
@@ -101,6 +103,14 @@ type ReviewRow struct {
 	Opened    Time
 	OpenedBy  string
 	Operation OperationRow
+	Age       string
+	Summary   string
+	// SummaryIsParams is set when Summary is the params themselves (the tool has no summary).
+	SummaryIsParams bool
+	Approvals       string
+	You             string
+	ProposerReason  string
+	Proposer        string
 }
 
 // SearchPage is the operation search.
@@ -249,6 +259,10 @@ type AdminPage struct {
 type NoticeText struct {
 	Kind    NoticeKind
 	Message string
+	// NextHref and NextText, when set, lead on from the notice: the next review after a
+	// decision.
+	NextHref string
+	NextText string
 }
 
 // NewKeyInfo is a freshly created API key.

@@ -66,3 +66,6 @@ func timelineIcon(kind string) string {
 	}
 	return "•"
 }
+
+// countLabel reads a navigation count aloud: "3 open".
+func countLabel(n int64) string { return strconv.FormatInt(n, 10) + " open" }

@@ -7,7 +7,10 @@
 // through package static, and puts data-testid attributes on what tests look for.
 package views
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // Page is what the layout needs to know about the request a page answers.
 type Page struct {
@@ -20,6 +23,9 @@ type Page struct {
 	CSRFToken string
 	// Nav names the active section, one of the Nav constants, or "" for none.
 	Nav string
+	// OpenReviews is how many reviews wait within the user's tenants, shown in the navigation
+	// and the tab's title; 0 shows none.
+	OpenReviews int64
 	// Scripts names embedded scripts (static files) the page loads, deferred. Pages work
 	// without them; they only enhance, such as the review queue's auto-refresh.
 	Scripts []string
@@ -85,10 +91,15 @@ func visibleNav(u *User) []navItem {
 // productName is shown in the header and appended to every page title.
 const productName = "idemgate"
 
-// documentTitle is the text of the page's <title> element.
-func documentTitle(title string) string {
-	if title == "" {
-		return productName
+// documentTitle is the text of the page's <title> element: with open reviews, their count
+// first, so a tab in the background says when something waits.
+func documentTitle(p Page) string {
+	t := productName
+	if p.Title != "" {
+		t = p.Title + " · " + productName
 	}
-	return title + " · " + productName
+	if p.User != nil && p.OpenReviews > 0 {
+		t = "(" + strconv.FormatInt(p.OpenReviews, 10) + ") " + t
+	}
+	return t
 }

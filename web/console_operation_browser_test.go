@@ -242,3 +242,62 @@ func TestBrowserTimelineReadInFiveSeconds(t *testing.T) {
 	run(t, ctx, chromedp.Click(testID("raw-events")+" summary"))
 	screenshot(t, ctx, "timeline")
 }
+
+// Item 4: queue rows show what is at stake: how long each waited (first), the tool's summary
+// of the params, approvals so far and what the reviewer did, the proposer's reason for a
+// compensation (also on its page); the count in the navigation and the tab; after a
+// decision, the way to the next review.
+func TestBrowserQueueShowsWhatIsAtStake(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := escalatedRefund(t, con, "acme", "order-1044:refund", 1)
+	con.Clock.Advance(10 * time.Minute)
+	payout := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1043:payout", Tool: "payouts.dual",
+		Params: `{"amount_cents":250000,"currency":"EUR","order_id":"1043"}`, NeedsApproval: true})
+	con.Clock.Advance(5 * time.Minute)
+	ticket := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1045:ticket", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
+			Latency: 80 * time.Millisecond, To: models.StateSucceeded, Result: []byte(`{"id":"T-45"}`), DownstreamRef: "T-45"}})
+	const why = "The customer asked twice; this ticket duplicates T-44."
+	comp, err := con.Executor.ProposeCompensation(t.Context(), ticket, models.Requester{Actor: "user:rita@example.com"}, why)
+	require.NoError(t, err)
+	con.Clock.Advance(time.Minute)
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+	row := func(op *models.Operation) string {
+		return `[data-testid="review-row"][data-operation-id="` + op.ID + `"] `
+	}
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("review-table")))
+	assert.Equal(t, "3", value(t, ctx, chromedp.Text(testID("nav-review-count"))))
+	assert.True(t, strings.HasPrefix(value(t, ctx, chromedp.Title()), "(3) Reviews"), "the count in the tab's title")
+	assert.Equal(t, "Waiting", value(t, ctx, chromedp.Text(testID("review-table")+" thead th:first-child")), "age first")
+	assert.Equal(t, "16 min", value(t, ctx, chromedp.Text(row(refund)+testID("review-age"))))
+	assert.Equal(t, "42.00 EUR to order 1044", value(t, ctx, chromedp.Text(row(refund)+testID("review-summary"))))
+	assert.Equal(t, "2,500.00 EUR for order 1043", value(t, ctx, chromedp.Text(row(payout)+testID("review-summary"))))
+	assert.Equal(t, "0 of 2 approvals", value(t, ctx, chromedp.Text(row(payout)+testID("review-approvals"))))
+	assert.Equal(t, "you proposed this", value(t, ctx, chromedp.Text(row(comp)+testID("review-you"))))
+	assert.Equal(t, "rita@example.com: “"+why+"”", words(value(t, ctx, chromedp.Text(row(comp)+testID("review-proposer-reason")))))
+
+	// The compensation's page shows the proposer's reason beside the approval.
+	run(t, ctx, chromedp.Click(row(comp)+testID("review-operation-link")), chromedp.WaitVisible(testID("approvals")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("proposer-reason"))), why)
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("decision")+", "+testID("timeline-quote"))), why)
+
+	// Approving the payout: 1 of 2, and the queue says the reviewer approved.
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+payout.ID), chromedp.WaitVisible(testID("action-panel")))
+	decide(t, ctx, models.ActionApprove, "Checked the order: 2,500.00 EUR is what the customer is owed.")
+	next := value(t, ctx, chromedp.AttributeValue(testID("next-review")+" a", "href")).Value
+	assert.Equal(t, "/operations/"+refund.ID, next, "the oldest other review is next")
+	run(t, ctx, chromedp.Click(testID("nav-reviews")), chromedp.WaitVisible(testID("review-table")))
+	assert.Equal(t, "1 of 2 approvals", value(t, ctx, chromedp.Text(row(payout)+testID("review-approvals"))))
+	assert.Equal(t, "you approved", value(t, ctx, chromedp.Text(row(payout)+testID("review-you"))))
+
+	// Deciding the refund leads on, with one click, to the next review.
+	run(t, ctx, chromedp.Click(row(refund)+testID("review-operation-link")), chromedp.WaitVisible(testID("action-panel")))
+	decide(t, ctx, models.ActionConfirmSucceeded, "R-5001 is in the payment system.", [2]string{"action-reference-confirm_succeeded", "R-5001"})
+	assert.Equal(t, "2", value(t, ctx, chromedp.Text(testID("nav-review-count"))), "one fewer waits")
+	run(t, ctx, chromedp.Click(testID("next-review")+" a"), chromedp.WaitVisible(testID("operation")))
+	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+payout.ID)
+}
