@@ -124,7 +124,7 @@ func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events [
 	if known && it.Params != nil {
 		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {
 			if s, ok := tool.Summary(masked, it.Key, it.Tenant); ok {
-				row.Summary = s
+				row.Summary = shorten(s, 160)
 			} else {
 				row.Summary, row.SummaryIsParams = shorten(string(masked), 160), true
 			}

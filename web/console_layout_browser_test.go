@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Item 5: no console page scrolls sideways, on a desktop (1440 px) or a phone (390 px), over a
+// day of history with long keys, long params and a webhook; and on a phone the lists are
+// cards. Each page is visited as an admin, who sees every page.
+func TestBrowserNoPageScrollsSideways(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := seedDay(t, con)
+	long := con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1046:a-very-long-idempotency-key-that-an-agent-made-up-from-several-ids-0123456789abcdef",
+		Tool: "tickets.create", WorkflowRunID: "workflow-run-with-a-rather-long-identifier-0123456789abcdef-0123456789",
+		Params: `{"subject":"` + fmt.Sprintf("%0200d", 7)[:180] + `","body":"A body without spaces:` + fmt.Sprintf("%0300d", 1) + `"}`,
+		Unknown: true, Review: true})
+	comp, err := con.Executor.ProposeCompensation(t.Context(), mustSucceed(t, con), models.Requester{Actor: "user:ravi@example.com"},
+		"Duplicate of an earlier ticket; the customer wrote twice.")
+	require.NoError(t, err)
+	pw := con.User(t, "ada@example.com", models.RoleAdmin)
+	_, err = con.Ledger.CreateWebhook(t.Context(), models.AllTenants(), models.Requester{Actor: "consoletest"}, models.NewWebhook{
+		Tenant: "demo", URL: "http://127.0.0.1:9/idemgate/a-rather-long-path/that-goes-on-and-on/0123456789abcdef0123456789abcdef", AllowPrivate: true,
+		Events: models.WebhookEventTypes})
+	require.NoError(t, err)
+
+	pages := []string{"/", "/reviews", "/operations", "/operations?state=UNKNOWN", "/operations/" + refund.ID,
+		"/operations/" + long.ID, "/operations/" + comp.ID, "/workflows/" + *long.WorkflowRunID, "/audit", "/exports",
+		"/admin", "/admin/webhooks", "/problems"}
+	signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("state-counts")))
+	for _, width := range []int64{1440, 390} {
+		run(t, ctx, chromedp.EmulateViewport(width, 900))
+		for _, path := range pages {
+			run(t, ctx, chromedp.Navigate(con.URL+path), chromedp.WaitReady("footer"))
+			got := value(t, ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`))
+			if !assert.LessOrEqual(t, got[0], got[1], "%s at %d px scrolls sideways", path, width) {
+				wide := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('body *')).filter((e) =>
+					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).slice(0, 8)
+					.map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`))
+				t.Logf("too wide on %s at %d: %v", path, width, wide)
+			}
+		}
+	}
+
+	// On a phone the review queue is cards: each cell on its own line, labelled.
+	run(t, ctx, chromedp.EmulateViewport(390, 900), chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
+	cell := value(t, ctx, chromedp.Evaluate[[]string](`(() => { const td = document.querySelector('[data-testid="review-row"] td');
+		return [getComputedStyle(td).display, getComputedStyle(td, '::before').content,
+			getComputedStyle(document.querySelector('[data-testid="review-table"] thead')).display]; })()`))
+	assert.Equal(t, []string{"block", `"Waiting"`, "none"}, cell)
+	// Long params wrap rather than widen the page.
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+long.ID), chromedp.WaitVisible(testID("params-json")))
+	wraps := value(t, ctx, chromedp.Evaluate[bool](`(() => { const p = document.querySelector('[data-testid="params-json"]');
+		return p.scrollWidth <= p.clientWidth; })()`))
+	assert.True(t, wraps, "long params wrap inside their card")
+	screenshot(t, ctx, "phone-operation")
+	run(t, ctx, chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
+	screenshot(t, ctx, "phone-reviews")
+}
+
+// mustSucceed records a ticket that succeeded, to be compensated.
+func mustSucceed(t *testing.T, con *consoletest.Console) *models.Operation {
+	t.Helper()
+	return con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1047:ticket", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
+			To: models.StateSucceeded, Result: []byte(`{"id":"T-47"}`), DownstreamRef: "T-47"}})
+}
