@@ -72,6 +72,11 @@ type Flash struct {
 	// NextHref and NextText lead on from a review decision to the next review.
 	NextHref string `json:"next_href,omitempty"`
 	NextText string `json:"next_text,omitempty"`
+	// Refused names a review action the ledger refused, whose form opens again on the page the
+	// redirect leads to, with what was typed (Input) and why (Why).
+	Refused string            `json:"refused,omitempty"`
+	Input   views.ActionInput `json:"input,omitempty"`
+	Why     string            `json:"why,omitempty"`
 }
 
 // Viewer is the signed-in console user.

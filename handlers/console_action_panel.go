@@ -137,7 +137,13 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	st := &views.ApprovalStatus{Required: required, Approvers: models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)}
 	st.Count = len(st.Approvers)
 	p.Approvals = st
-	defer func() { st.Proposer = ActorName(st.Proposer) }() // compared as recorded, shown as read
+	// Compared as recorded (user:…), shown as read.
+	defer func() {
+		st.Proposer = ActorName(st.Proposer)
+		for i, a := range st.Approvers {
+			st.Approvers[i] = ActorName(a)
+		}
+	}()
 	p.Intro = fmt.Sprintf("%s is sent only once %s approved it. Check the params below, then decide.", op.Tool, reviewersHave(required))
 	if op.Compensates != nil {
 		st.Proposer = models.ProposerOf(rec.Events)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -16,8 +17,8 @@ import (
 // other is 404). Every action carries a reason and the state the reviewer saw (expected_state):
 // if the operation moved meanwhile the ledger refuses, and nothing changes. A success redirects
 // back to a page (post/redirect/get, so reloading repeats nothing) with its outcome in the
-// session's flash; a refusal answers with the operation page as it is now, the refused form
-// open with what was typed, and an audit entry with outcome refused.
+// session's flash; so does a refusal, to the operation's page as it is now, the refused form
+// open with what was typed, after an audit entry with outcome refused.
 
 // actionRequest is one submitted action form.
 type actionRequest struct {
@@ -186,16 +187,13 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	return c.Redirect(http.StatusSeeOther, done.Redirect)
 }
 
-// refuseAction records the refusal and shows the operation as it is now, with why nothing
-// changed. After a conflict (the operation moved, or cannot be compensated) the form the
-// reviewer used may no longer apply, so nothing is kept and the answer is the table's 409;
-// otherwise the form opens again with what was typed, answered 422: the form was well formed,
-// and the ledger refused what it said.
+// refuseAction records the refusal and goes back to the operation's page (post/redirect/get, so
+// the browser never rests on a POST-only address and a reload repeats nothing), which shows the
+// operation as it is now with why nothing changed. After a conflict (the operation moved, or
+// cannot be compensated) the form the reviewer used may no longer apply, so nothing is kept;
+// otherwise the form opens again with what was typed.
 func (h *Console) refuseAction(c echo.Context, v *Viewer, name string, r actionRequest, cause error) error {
-	status, message := AnswerFor(cause).Status, sentence(errDetail(cause))
-	if status != http.StatusConflict {
-		status = http.StatusUnprocessableEntity
-	}
+	message := sentence(errDetail(cause))
 	ctx := c.Request().Context()
 	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, r.OperationID)
 	if err != nil {
@@ -207,12 +205,18 @@ func (h *Console) refuseAction(c echo.Context, v *Viewer, name string, r actionR
 	RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review." + name, Tenant: rec.Op.Tenant,
 		OperationID: rec.Op.ID, RequestID: r.RequestID, Detail: map[string]any{"refusal": message,
 			"reason": strings.TrimSpace(r.Reason), "expected_state": string(r.ExpectedState), "state": string(rec.Op.State)}})
-	notice := &views.NoticeText{Kind: views.NoticeError, Message: "Nothing was changed. " + message}
-	var refused *refusedAction
-	if status != http.StatusConflict {
-		refused = &refusedAction{Name: name, Input: r.Input, Message: message}
+	fl := Flash{Kind: string(views.NoticeError), Message: "Nothing was changed. " + message}
+	if AnswerFor(cause).Status != http.StatusConflict {
+		fl.Refused, fl.Input, fl.Why = name, r.Input, message
+		// The flash travels in the session cookie, which holds about 4 KB: a long result is
+		// not carried, and the form says so rather than losing the rest.
+		if len(fl.Input.Result)+len(fl.Input.Reason) > 2500 {
+			fl.Input.Result = ""
+			fl.Why += " The result you typed was too long to keep here; paste it again."
+		}
 	}
-	return h.renderOperation(c, v, rec, status, notice, refused)
+	h.Sessions.SetFlash(c, fl)
+	return c.Redirect(http.StatusSeeOther, OperationHref(rec.Op.ID))
 }
 
 // staleMessage explains a refusal because the operation is not, or no longer, in a state the
@@ -225,13 +229,21 @@ func staleMessage(expected, now models.State) string {
 	return fmt.Sprintf("This action does not apply to an operation that is %s.", now)
 }
 
-// sentence turns a ledger message ("a reason is required") into a sentence.
+// userActor is a person as the ledger names them in its messages.
+var userActor = regexp.MustCompile(`\buser:([^\s,;:]+@[^\s,;:]+)`)
+
+// sentence turns a ledger message ("a reason is required") into a sentence. People are named
+// by their email, as everywhere on the console, and an email or a tool name that begins it
+// keeps its case ("rita@example.com has already approved", not "User:rita…").
 func sentence(msg string) string {
-	msg = strings.TrimSpace(msg)
+	msg = userActor.ReplaceAllString(strings.TrimSpace(msg), "$1")
 	if msg == "" {
 		return msg
 	}
-	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	first, _, _ := strings.Cut(msg, " ")
+	if !strings.ContainsAny(first, "@.:_") {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
 	if !strings.HasSuffix(msg, ".") {
 		msg += "."
 	}

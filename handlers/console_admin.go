@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -85,6 +86,13 @@ func (h *Console) CreateAPIKey(c echo.Context) error {
 	var tools []string
 	if list := strings.TrimSpace(c.FormValue("tools")); list != "" && list != "*" {
 		tools = strings.Split(list, ",")
+	}
+	// A key for a tool the catalogue lacks would be refused on every call: say so now.
+	for _, name := range tools {
+		if _, ok := h.Catalog.Get(strings.TrimSpace(name)); !ok {
+			return h.adminDone(c, &models.Error{Code: models.CodeInvalid, Message: fmt.Sprintf("the catalogue has no tool %q; choose from %s",
+				strings.TrimSpace(name), strings.Join(h.Catalog.Names(), ", "))}, "", "#keys")
+		}
 	}
 	principal := strings.TrimSpace(c.FormValue("principal"))
 	k, err := h.Ledger.CreateAPIKey(c.Request().Context(), v.Scope, requester(c, v), tenant, principal, tools)

@@ -104,10 +104,14 @@ func (h *Console) Operation(c echo.Context) error {
 		return err
 	}
 	var notice *views.NoticeText
+	var refused *refusedAction
 	if f, ok := h.Sessions.TakeFlash(c); ok {
 		notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message, NextHref: f.NextHref, NextText: f.NextText}
+		if f.Refused != "" {
+			refused = &refusedAction{Name: f.Refused, Input: f.Input, Message: f.Why}
+		}
 	}
-	return h.renderOperation(c, v, rec, http.StatusOK, notice, nil)
+	return h.renderOperation(c, v, rec, http.StatusOK, notice, refused)
 }
 
 // renderOperation writes the operation page for v with its review actions, notice on top of

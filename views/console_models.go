@@ -231,6 +231,8 @@ type ReviewInfo struct {
 	Resolved   *Time
 	ResolvedBy string
 	Resolution string
+	// ResolverReason is the reason the person who resolved it gave.
+	ResolverReason string
 }
 
 // WorkflowPage lists one workflow run's operations in creation order.

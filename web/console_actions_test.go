@@ -68,6 +68,19 @@ func act(t *testing.T, b *consoletest.Browser, op *models.Operation, action stri
 	return b.Post(t, "/operations/"+url.PathEscape(op.ID)+"/actions/"+action, form)
 }
 
+// refused checks that the answer p to an action on op is a refusal shown the post/redirect/get
+// way: a redirect to the operation's own page, which then shows an error notice. It returns
+// that page.
+func refused(t *testing.T, b *consoletest.Browser, op *models.Operation, p *consoletest.Page) *consoletest.Page {
+	t.Helper()
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, "/operations/"+url.PathEscape(op.ID), p.Header.Get("Location"), "back to the operation's page")
+	page := b.Get(t, p.Header.Get("Location"))
+	require.Equal(t, http.StatusOK, page.Status)
+	require.Contains(t, page.Attrs("notice", "data-kind"), "error", "the page says nothing was changed")
+	return page
+}
+
 // record reads op as the ledger has it now.
 func (d reviewDesk) record(t *testing.T, op *models.Operation) *models.OperationRecord {
 	t.Helper()
@@ -153,8 +166,7 @@ func TestUnknownActions(t *testing.T) {
 				_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
 					Actor: desk.raviID, Reason: "gave up", ExpectedState: models.StateUnknown})
 				require.NoError(t, err)
-				p := act(t, desk.rita, op, tc.action, form())
-				assert.Equal(t, http.StatusConflict, p.Status)
+				p := refused(t, desk.rita, op, act(t, desk.rita, op, tc.action, form()))
 				assert.Contains(t, strings.Join(p.TestIDs("notice"), ""), "it is FAILED_FINAL now, not UNKNOWN")
 				assert.Empty(t, p.Attrs("action", "data-action"), "no actions on a FAILED_FINAL operation")
 				rec := desk.record(t, op)
@@ -167,8 +179,7 @@ func TestUnknownActions(t *testing.T) {
 				op := desk.unknown(t, "acme", "reason:"+tc.action)
 				f := form()
 				f.Set("reason", "   ")
-				p := act(t, desk.rita, op, tc.action, f)
-				assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+				p := refused(t, desk.rita, op, act(t, desk.rita, op, tc.action, f))
 				assert.Equal(t, []string{"A reason is required."}, p.TestIDs("action-error"))
 				assert.Equal(t, []string{"open"}, openAction(p, tc.action), "the refused form opens again")
 				if tc.form.Get("reference") != "" {
@@ -200,11 +211,9 @@ func TestUnknownActions(t *testing.T) {
 		}
 		t.Run("confirm succeeded needs a reference and JSON", func(t *testing.T) {
 			op := desk.unknown(t, "acme", "reference")
-			p := act(t, desk.rita, op, models.ActionConfirmSucceeded, url.Values{"reference": {""}})
-			assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+			p := refused(t, desk.rita, op, act(t, desk.rita, op, models.ActionConfirmSucceeded, url.Values{"reference": {""}}))
 			assert.Equal(t, []string{"The downstream reference is required."}, p.TestIDs("action-error"))
-			p = act(t, desk.rita, op, models.ActionConfirmSucceeded, url.Values{"reference": {"re_1"}, "result": {"{not json"}})
-			assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+			p = refused(t, desk.rita, op, act(t, desk.rita, op, models.ActionConfirmSucceeded, url.Values{"reference": {"re_1"}, "result": {"{not json"}}))
 			assert.Equal(t, []string{"The result must be JSON."}, p.TestIDs("action-error"))
 			assert.Equal(t, []string{"re_1"}, p.Attrs("action-reference-confirm_succeeded", "value"), "what was typed is kept")
 			assert.Equal(t, []string{"{not json"}, p.TestIDs("action-result-confirm_succeeded"))
@@ -212,14 +221,13 @@ func TestUnknownActions(t *testing.T) {
 		})
 		t.Run("a form without the state the reviewer saw is refused", func(t *testing.T) {
 			op := desk.unknown(t, "acme", "no-state")
-			p := act(t, desk.rita, op, models.ActionMarkFailed, url.Values{"expected_state": {""}})
-			assert.Equal(t, http.StatusUnprocessableEntity, p.Status)
+			refused(t, desk.rita, op, act(t, desk.rita, op, models.ActionMarkFailed, url.Values{"expected_state": {""}}))
 			assert.Equal(t, models.StateUnknown, desk.record(t, op).Op.State)
 		})
 		t.Run("a resubmitted form changes nothing twice", func(t *testing.T) {
 			op := desk.unknown(t, "acme", "twice")
 			require.Equal(t, http.StatusSeeOther, act(t, desk.rita, op, models.ActionConfirmNotExecuted, nil).Status)
-			assert.Equal(t, http.StatusConflict, act(t, desk.rita, op, models.ActionConfirmNotExecuted, nil).Status)
+			refused(t, desk.rita, op, act(t, desk.rita, op, models.ActionConfirmNotExecuted, nil))
 			assert.Equal(t, []string{desk.ritaID + " confirm_not_executed"}, reviewActions(desk.record(t, op)))
 		})
 		t.Run("a post without the CSRF token is refused and changes nothing", func(t *testing.T) {

@@ -147,8 +147,7 @@ func TestBrowserActionsHonestAboutRisk(t *testing.T) {
 	b := con.NewBrowser(t)
 	b.MustLogin(t, "rita@example.com", pw)
 	b.Get(t, "/operations/"+email.ID)
-	p := act(t, b, email, models.ActionReconcileNow, nil)
-	assert.Equal(t, 422, p.Status)
+	p := refused(t, b, email, act(t, b, email, models.ActionReconcileNow, nil))
 	assert.Contains(t, p.TestIDs("notice")[0], "email.send has no reconcile")
 	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), email.ID)
 	require.NoError(t, err)
@@ -300,4 +299,57 @@ func TestBrowserQueueShowsWhatIsAtStake(t *testing.T) {
 	assert.Equal(t, "2", value(t, ctx, chromedp.Text(testID("nav-review-count"))), "one fewer waits")
 	run(t, ctx, chromedp.Click(testID("next-review")+" a"), chromedp.WaitVisible(testID("operation")))
 	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+payout.ID)
+}
+
+// Item 6, small truths: people are named by their email; a refused decision leaves the
+// browser on the operation's own address with the form kept; the reviews table shows the
+// reviewer's reason; a key for a tool the catalogue lacks is refused; revoking asks first.
+func TestBrowserSmallTruths(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	refund := escalatedRefund(t, con, "acme", "order-1050:refund", 1)
+	pw := con.User(t, "ada@example.com", models.RoleAdmin)
+	page := con.URL + "/operations/" + refund.ID
+
+	signIn(t, ctx, page, "ada@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("action-panel")))
+	stale := newTab(t, ctx)
+	run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-panel")))
+	decide(t, ctx, models.ActionConfirmSucceeded, "R-5050 is in the payment system.", [2]string{"action-reference-confirm_succeeded", "R-5050"})
+
+	// The tab left open decides too: refused, and back on the operation's own address.
+	decide(t, stale, models.ActionMarkFailed, "Giving up.")
+	assert.Equal(t, page, value(t, stale, chromedp.Location()), "not left on a POST-only address")
+	assert.Contains(t, value(t, stale, chromedp.Text(testID("notice"))), "it is SUCCEEDED now, not UNKNOWN")
+	assert.Equal(t, "SUCCEEDED", value(t, stale, chromedp.Text(stateBadge)))
+	// A reload repeats nothing.
+	run(t, stale, chromedp.Reload(), chromedp.WaitVisible(stateBadge))
+	assert.Zero(t, count(t, stale, testID("notice")))
+
+	reviews := words(value(t, ctx, chromedp.Text(testID("operation-reviews"))))
+	assert.Contains(t, reviews, "by ada@example.com")
+	assert.Contains(t, reviews, "“R-5050 is in the payment system.”", "the reviewer's reason in the reviews table")
+	assert.NotContains(t, value(t, ctx, chromedp.Text("main")), "user:", "people by their email, not the ledger's actor id")
+
+	// Admin: a key for an unknown tool is refused; revoking asks first.
+	run(t, ctx, chromedp.Navigate(con.URL+"/admin"), chromedp.WaitVisible(testID("key-form")),
+		chromedp.SetValue(testID("key-tenant"), "acme"),
+		chromedp.SetValue(testID("key-principal"), "billing-agent"),
+		chromedp.SetValue(testID("key-tools"), "refunds.issue,refunds.reverse"),
+		chromedp.Click(testID("key-submit")), chromedp.WaitVisible(testID("notice")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), `the catalogue has no tool "refunds.reverse"`)
+	keys, err := con.Ledger.APIKeys(t.Context(), models.AllTenants(), "acme")
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no key was created")
+
+	run(t, ctx, chromedp.SetValue(testID("key-tenant"), "acme"),
+		chromedp.SetValue(testID("key-principal"), "billing-agent"),
+		chromedp.SetValue(testID("key-tools"), "refunds.issue"),
+		chromedp.Click(testID("key-submit")), chromedp.WaitVisible(testID("key-revoke-open")))
+	assert.False(t, value(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="key-revoke"]').checkVisibility()`)),
+		"the revoke button is hidden until asked for")
+	run(t, ctx, chromedp.Click(testID("key-revoke-open")), chromedp.WaitVisible(testID("key-revoke")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("key-revoke-form"))), "This cannot be undone.")
+	run(t, ctx, chromedp.Click(testID("key-revoke")), chromedp.WaitVisible(testID("key-revoked")))
 }

@@ -209,7 +209,7 @@ func TestBrowserApprovals(t *testing.T) {
 		decide(t, rita, models.ActionApprove, "Order and amount match.")
 		assert.Contains(t, value(t, rita, chromedp.Text(testID("notice"))), "Approval recorded: 1 of 2.")
 		assert.Equal(t, "1 of 2 approvals", value(t, rita, chromedp.Text(testID("approvals-count"))))
-		assert.Equal(t, "user:rita@example.com", value(t, rita, chromedp.Text(testID("approvers"))))
+		assert.Equal(t, "rita@example.com", value(t, rita, chromedp.Text(testID("approvers"))))
 		assert.Contains(t, value(t, rita, chromedp.Text(testID("approval-note"))), "You have approved it.")
 		assert.Zero(t, count(t, rita, testID("action-open-approve")), "approve is not offered to who approved")
 		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
