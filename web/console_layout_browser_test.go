@@ -21,7 +21,7 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 	refund := seedDay(t, con)
 	long := con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1046:a-very-long-idempotency-key-that-an-agent-made-up-from-several-ids-0123456789abcdef",
 		Tool: "tickets.create", WorkflowRunID: "workflow-run-with-a-rather-long-identifier-0123456789abcdef-0123456789",
-		Params: `{"subject":"` + fmt.Sprintf("%0200d", 7)[:180] + `","body":"A body without spaces:` + fmt.Sprintf("%0300d", 1) + `"}`,
+		Params:  `{"subject":"` + fmt.Sprintf("%0200d", 7)[:180] + `","body":"A body without spaces:` + fmt.Sprintf("%0300d", 1) + `"}`,
 		Unknown: true, Review: true})
 	comp, err := con.Executor.ProposeCompensation(t.Context(), mustSucceed(t, con), models.Requester{Actor: "user:ravi@example.com"},
 		"Duplicate of an earlier ticket; the customer wrote twice.")
