@@ -53,7 +53,7 @@ func (h *Console) Admin(c echo.Context) error {
 	}
 	for _, u := range users {
 		p.Users = append(p.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Tenants: tenantsText(u.TenantList()),
-			Created: views.NewTime(u.CreatedAt, now), Disabled: u.DisabledAt != nil})
+			Created: views.NewTime(u.CreatedAt, now), Disabled: u.DisabledAt != nil, ID: u.ID})
 	}
 	return renderPage(c, http.StatusOK, views.Admin(p))
 }
@@ -147,6 +147,38 @@ func (h *Console) CreateUser(c echo.Context) error {
 	msg := ""
 	if u != nil {
 		msg = "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") created."
+	}
+	return h.adminDone(c, err, msg, "#users")
+}
+
+// ChangeUser disables or enables a user, changes their role or sets a new password (the
+// form's change: disable, enable, role, password), within the admin's scope.
+func (h *Console) ChangeUser(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	var ch models.UserChange
+	var done string
+	switch c.Param("change") {
+	case "disable":
+		yes := true
+		ch.Disable, done = &yes, "disabled; their sessions ended"
+	case "enable":
+		no := false
+		ch.Disable, done = &no, "enabled"
+	case "role":
+		ch.Role = models.Role(c.FormValue("role"))
+		done = "is now " + string(ch.Role)
+	case "password":
+		ch.Password, done = c.FormValue("password"), "has a new password; their sessions ended"
+	default:
+		return echo.ErrNotFound
+	}
+	u, err := h.Ledger.ChangeUser(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"), ch)
+	msg := ""
+	if u != nil {
+		msg = "User " + u.Email + " " + done + "."
 	}
 	return h.adminDone(c, err, msg, "#users")
 }

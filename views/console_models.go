@@ -294,6 +294,7 @@ type KeyRow struct {
 
 // UserRow is one console user.
 type UserRow struct {
+	ID       string
 	Email    string
 	Role     string
 	Tenants  string

@@ -353,3 +353,72 @@ func TestBrowserSmallTruths(t *testing.T) {
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("key-revoke-form"))), "This cannot be undone.")
 	run(t, ctx, chromedp.Click(testID("key-revoke")), chromedp.WaitVisible(testID("key-revoked")))
 }
+
+// Item 6, users: an admin changes a reviewer's role, sets a new password and disables them;
+// each change takes effect at once and is in the audit log. An admin limited to a tenant
+// cannot reach a user of another.
+func TestBrowserAdminChangesUsers(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	con.Tenant(t, "acme")
+	con.Tenant(t, "globex")
+	refund := escalatedRefund(t, con, "acme", "order-1060:refund", 1)
+	adaPW := con.User(t, "ada@example.com", models.RoleAdmin)
+	ritaPW := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+	user := func(email string) string { return `[data-testid="user-row"][data-email="` + email + `"] ` }
+
+	rita := con.NewBrowser(t)
+	rita.MustLogin(t, "rita@example.com", ritaPW)
+	require.NotEmpty(t, rita.Get(t, "/operations/"+refund.ID).Attrs("action", "data-action"), "a reviewer may act")
+
+	signIn(t, ctx, con.URL+"/admin#users", "ada@example.com", adaPW)
+	run(t, ctx, chromedp.WaitVisible(testID("user-table")),
+		chromedp.Click(user("rita@example.com")+testID("user-change-open")),
+		chromedp.SetValue(user("rita@example.com")+testID("user-change-role"), "auditor"),
+		chromedp.Click(user("rita@example.com")+testID("user-role-submit")), chromedp.WaitVisible(testID("notice")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "User rita@example.com is now auditor.")
+	page := rita.Get(t, "/operations/"+refund.ID)
+	assert.Empty(t, page.Attrs("action", "data-action"), "the new role holds at once")
+	assert.Len(t, page.TestIDs("actions-read-only"), 1)
+
+	const newPW = "a brand new passphrase"
+	run(t, ctx, chromedp.Click(user("rita@example.com")+testID("user-change-open")),
+		chromedp.SendKeys(user("rita@example.com")+testID("user-new-password"), newPW),
+		dropNotices, chromedp.Click(user("rita@example.com")+testID("user-password-submit")), chromedp.WaitVisible(testID("notice")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "has a new password")
+	assert.Equal(t, 303, rita.Get(t, "/").Status, "the old session ended")
+	assert.NotEqual(t, 303, con.NewBrowser(t).Login(t, "rita@example.com", ritaPW).Status, "the old password fails")
+	rita.MustLogin(t, "rita@example.com", newPW)
+
+	run(t, ctx, chromedp.Click(user("rita@example.com")+testID("user-change-open")),
+		dropNotices, chromedp.Click(user("rita@example.com")+testID("user-disable")), chromedp.WaitVisible(testID("notice")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(user("rita@example.com"))), "(disabled)")
+	assert.Equal(t, 303, rita.Get(t, "/").Status, "signed out at once")
+	assert.NotEqual(t, 303, con.NewBrowser(t).Login(t, "rita@example.com", newPW).Status, "a disabled user cannot sign in")
+
+	entries, _, err := con.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: "user", Limit: 100})
+	require.NoError(t, err)
+	var changes []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Action, "user.") && e.Actor == "user:ada@example.com" {
+			changes = append(changes, e.Action)
+			assert.NotContains(t, e.Detail, newPW, "never the password")
+		}
+	}
+	assert.ElementsMatch(t, []string{models.AuditUserRole, models.AuditUserPassword, models.AuditUserDisable}, changes)
+
+	// An admin of acme only reaches users of acme.
+	tinaPW := con.User(t, "tina@example.com", models.RoleAdmin, "acme")
+	con.User(t, "gus@example.com", models.RoleReviewer, "globex")
+	tina := con.NewBrowser(t)
+	tina.MustLogin(t, "tina@example.com", tinaPW)
+	tina.Get(t, "/admin")
+	g, err := con.Ledger.UserByEmail(t.Context(), "gus@example.com")
+	require.NoError(t, err)
+	assert.Equal(t, 303, tina.Post(t, "/admin/users/"+g.ID+"/disable", nil).Status)
+	g, err = con.Ledger.UserByEmail(t.Context(), "gus@example.com")
+	require.NoError(t, err)
+	assert.Nil(t, g.DisabledAt, "another tenant's user is untouched")
+	assert.Contains(t, strings.Join(tina.Get(t, "/admin").TestIDs("notice"), ""), "user not found")
+}
