@@ -40,7 +40,13 @@ func TestBrowserScreenshots(t *testing.T) {
 
 	run(t, ctx,
 		chromedp.Click(`[data-operation-id="`+refund.ID+`"] `+testID("review-operation-link")),
-		chromedp.WaitVisible(testID("action-panel")),
+		chromedp.WaitVisible(testID("action-panel")))
+	assert.Equal(t, "16 look-ups, all HTTP 500", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
+		"the failed look-ups, on one row")
+	assert.Equal(t, "Sent; the connection closed before the refunds service answered.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
+	docsScreenshotFull(t, ctx, "operation-escalated")
+
+	run(t, ctx,
 		chromedp.Click(testID("action-open-confirm_succeeded")),
 		chromedp.WaitVisible(testID("action-reference-confirm_succeeded")),
 		chromedp.SendKeys(testID("action-reference-confirm_succeeded"), "R-5001"),
@@ -48,10 +54,16 @@ func TestBrowserScreenshots(t *testing.T) {
 		chromedp.Blur(testID("action-reason-confirm_succeeded")),
 	)
 	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
-	assert.Equal(t, "3 look-ups, all HTTP 500", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
-		"three look-ups that failed, on one row")
 	assert.Equal(t, 4, count(t, ctx, testID("action")))
-	docsScreenshot(t, ctx, "operation", 1420)
+	docsScreenshot(t, ctx, "operation", 1180)
+}
+
+// docsScreenshotFull saves the whole page, 1280 pixels wide, like docsScreenshot.
+func docsScreenshotFull(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	height := value(t, ctx, chromedp.Evaluate[int64](`document.documentElement.scrollHeight`))
+	docsScreenshot(t, ctx, name, height)
+	run(t, ctx, chromedp.Evaluate[chromedp.Void](`document.documentElement.style.overflow = ''`))
 }
 
 // docsScreenshot saves the top of the page, 1280 pixels wide and height high, as
@@ -144,7 +156,8 @@ func seedDay(t *testing.T, con *consoletest.Console) *models.Operation {
 		Outcome: &models.AttemptOutcome{Class: models.ErrorAmbiguous, Latency: 7 * time.Millisecond,
 			Error: `Post "http://127.0.0.1:8080/sandbox/refunds": EOF`, To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous,
 			ErrorMessage: `the request was sent but no answer came back: Post "http://127.0.0.1:8080/sandbox/refunds": EOF`}})
-	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+	for i := range 16 {
+		wait := min(time.Second<<i, 30*time.Second)
 		probe(t, con, "refunds.issue", models.ProbeOutcome{Status: 500, Outcome: "error", To: models.StateUnknown, NextProbeAt: con.Clock.Now().Add(wait)})
 		con.Clock.Advance(wait)
 	}
