@@ -49,7 +49,8 @@ func (h *Console) Admin(c echo.Context) error {
 	}
 	for _, k := range keys {
 		p.Keys = append(p.Keys, views.KeyRow{ID: k.ID, Tenant: k.Tenant, Prefix: k.Prefix, Principal: k.PrincipalName,
-			Tools: k.Tools, Created: views.NewTime(k.CreatedAt, now), Revoked: timePtr(k.RevokedAt, now)})
+			Tools: k.Tools, Created: views.NewTime(k.CreatedAt, now), Revoked: timePtr(k.RevokedAt, now),
+			LastUsed: timePtr(k.LastUsedAt, now)})
 	}
 	for _, u := range users {
 		p.Users = append(p.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Tenants: tenantsText(u.TenantList()),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -182,8 +183,32 @@ func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, erro
 		return nil, unavailable("authenticate", err)
 	}
 	caller = &Caller{Tenant: row.Tenant, PrincipalID: row.PrincipalID, PrincipalName: row.PrincipalName, Key: row.APIKey}
+	if err := l.noteKeyUse(ctx, &row.APIKey); err != nil {
+		return nil, err
+	}
 	l.keys.put(hash, gen, caller)
 	return caller, nil
+}
+
+// keyUseResolution is how fresh a key's last use is kept: its row is written at most once a
+// resolution, however busy the key, so that the hot path pays for it about once a minute.
+const keyUseResolution = time.Minute
+
+// noteKeyUse records that k authenticated a request now, when its recorded last use is older
+// than keyUseResolution. It runs only when the key is read from the database (the key cache
+// answers the rest), and the condition in the UPDATE keeps replicas from writing it twice.
+func (l *Ledger) noteKeyUse(ctx context.Context, k *APIKey) error {
+	now := l.clock()
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < keyUseResolution {
+		return nil
+	}
+	err := l.scope(ctx).Model(&APIKey{}).
+		Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", k.ID, now.Add(-keyUseResolution)).
+		Update("last_used_at", now).Error
+	if err != nil {
+		return unavailable("note api key use", err)
+	}
+	return nil
 }
 
 // revokeKey marks k revoked (when still active), with its audit entry, and makes every replica

@@ -14,13 +14,14 @@ type APIKeyRow struct {
 	Tools         string
 	CreatedAt     time.Time
 	RevokedAt     *time.Time
+	LastUsedAt    *time.Time
 }
 
 // APIKeys lists the API keys within scope, of tenant when not "", by tenant and newest first.
 func (l *Ledger) APIKeys(ctx context.Context, s Scope, tenant string) ([]APIKeyRow, error) {
 	q := l.scope(ctx).Table("api_keys").
 		Select("api_keys.id, api_keys.tenant, api_keys.prefix, principals.name AS principal_name, " +
-			"api_keys.tools, api_keys.created_at, api_keys.revoked_at").
+			"api_keys.tools, api_keys.created_at, api_keys.revoked_at, api_keys.last_used_at").
 		Joins("JOIN principals ON principals.id = api_keys.principal_id")
 	q = s.apply(q, "api_keys.tenant")
 	if tenant != "" {

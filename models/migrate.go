@@ -211,6 +211,9 @@ ALTER TABLE reviews ADD COLUMN claimed_by TEXT;
 ALTER TABLE reviews ADD COLUMN claimed_until {{ts}};
 `},
 	{10, "hot path", hotPathSchema},
+	// When a key was last used, to the minute (Ledger.Authenticate), so that an admin sees
+	// which keys are idle before revoking them.
+	{11, "api key last use", `ALTER TABLE api_keys ADD COLUMN last_used_at {{ts}};`},
 }
 
 // hotPathSchema is migration step 10: what a new operation writes, and no more (docs/PERFORMANCE.md).

@@ -29,6 +29,9 @@ type APIKey struct {
 	Tools       string // comma-separated tool names, or "*"
 	CreatedAt   time.Time
 	RevokedAt   *time.Time
+	// LastUsedAt is when the key last authenticated a request, kept to within
+	// keyUseResolution; nil when never.
+	LastUsedAt *time.Time
 }
 
 // TableName keeps GORM off its pluralisation guesses.

@@ -290,6 +290,8 @@ type KeyRow struct {
 	Tools     string
 	Created   Time
 	Revoked   *Time
+	// LastUsed is when the key last authenticated a request (to the minute); nil: never.
+	LastUsed *Time
 }
 
 // UserRow is one console user.

@@ -158,6 +158,7 @@ func TestAdminPages(t *testing.T) {
 			secrets := p.TestIDs("new-key-secret")
 			require.Len(t, secrets, 1)
 			require.True(t, models.WellFormedAPIKey(secrets[0]), secrets[0])
+			assert.Equal(t, []string{"Never"}, p.TestIDs("key-last-used"))
 			caller, err := con.Ledger.Authenticate(t.Context(), secrets[0])
 			require.NoError(t, err)
 			assert.Equal(t, "billing-agent", caller.PrincipalName)
@@ -165,6 +166,9 @@ func TestAdminPages(t *testing.T) {
 
 			p = b.Get(t, "/admin")
 			assert.Empty(t, p.TestIDs("new-key-secret"), "gone on reload")
+			used := p.TestIDs("key-last-used")
+			require.Len(t, used, 1)
+			assert.Contains(t, used[0], "UTC", "the key's use is shown once it authenticated a request")
 			assert.NotContains(t, p.Body, secrets[0])
 
 			form := strings.Index(p.Body, `action="/admin/keys/`)
