@@ -44,7 +44,7 @@ func requiredApprovals(op *models.Operation, tool *catalog.Tool) int {
 // actionPanel builds the actions slot of the operation page for v.
 func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.Time, refused *refusedAction) views.ActionPanel {
 	op := rec.Op
-	p := views.ActionPanel{ExpectedState: string(op.State), CSRFToken: v.CSRFToken}
+	p := views.ActionPanel{ExpectedState: string(op.State), ExpectedAttempts: op.Attempts, CSRFToken: v.CSRFToken}
 	tool, known := h.Catalog.Get(op.Tool)
 	switch op.State {
 	case models.StateUnknown:

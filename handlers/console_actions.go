@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -151,12 +152,16 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	ctx := c.Request().Context()
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
 		Result: c.FormValue("result")}}
+	attempts, attemptsErr := strconv.Atoi(c.FormValue("expected_attempts"))
 	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,
-		ExpectedState: models.State(c.FormValue("expected_state")), RequestID: RequestID(c)}
+		ExpectedState: models.State(c.FormValue("expected_state")), ExpectedAttempts: attempts, RequestID: RequestID(c)}
 	var done actionDone
-	if r.ExpectedState == "" {
+	switch {
+	case r.ExpectedState == "":
 		err = &models.Error{Code: models.CodeInvalid, Message: "the form did not say which state you saw; reload the page and decide again"}
-	} else {
+	case attemptsErr != nil || attempts < 0:
+		err = &models.Error{Code: models.CodeInvalid, Message: "the form did not say how many attempts you saw; reload the page and decide again"}
+	default:
 		done, err = do(ctx, r)
 	}
 	// A refusal is shown on the operation's page; the operation itself missing is the 404 page.

@@ -61,6 +61,12 @@ func Decide(in PolicyInput) Decision {
 	case Succeeded:
 		return Decision{To: models.StateSucceeded}
 	case Rejected:
+		if in.HadAmbiguous {
+			// A refusal of the retry says nothing about the earlier attempt, which may have
+			// taken effect (a downstream may refuse a key it has already used): the outcome
+			// is still unknown, never a failure.
+			return Decision{To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous}
+		}
 		return Decision{To: models.StateFailedFinal, ErrorClass: models.ErrorRejected}
 	case Ambiguous:
 		if !in.RetrySafe {

@@ -202,6 +202,10 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 	}
 	h := downstreamHeaders(op, probeRequestID(op))
 	injectTraceparent(ctx, h)
+	// The settle window is measured when the downstream is asked, not when its answer
+	// arrives: a "not found" describes the downstream as it was when the question left, and a
+	// question asked inside the window proves nothing however late its answer comes.
+	asked := r.exec.now()
 	resp := r.exec.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
 	failed := resp.Err != nil || resp.BodyErr != nil
 	resp = scrubbed(cd.secrets, resp) // what is recorded of the answer never shows a secret
@@ -209,7 +213,7 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 	now := r.exec.now()
 	since := time.Duration(0)
 	if op.UnknownSince != nil {
-		since = now.Sub(*op.UnknownSince)
+		since = asked.Sub(*op.UnknownSince)
 	}
 	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: failed, SinceUnknown: since,
 		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,

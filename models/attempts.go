@@ -43,7 +43,22 @@ type AttemptOutcome struct {
 func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
 	now := l.clock()
 	op, at := c.Op, c.Attempt
+	if out.To == StateFailedFinal && op.Ambiguous {
+		// An earlier attempt may have taken effect: whatever ended this one (a refusal of
+		// the retry, a request that can no longer be built), the operation's outcome is not
+		// known, and only reconciliation or a reviewer may say it failed.
+		out.To, out.ErrorClass = StateUnknown, ErrorAmbiguous
+		out.ErrorMessage = "an earlier attempt may have taken effect; this one ended: " + out.ErrorMessage
+	}
 	return l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
+		if l.dialect == Postgres {
+			// Lock order: the operation's row before its attempt's, as the lease reaper
+			// (ReapExpiredLeases) and every other writer take them. Updating the attempt
+			// first deadlocked with a reaper that held the operation and wanted the attempt.
+			if err := tx.Exec("SELECT 1 FROM operations WHERE id = ? FOR UPDATE", op.ID).Error; err != nil {
+				return nil, err
+			}
+		}
 		fields := map[string]any{"finished_at": now, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {
 			fields["downstream_status"] = out.DownstreamStatus
@@ -203,25 +218,44 @@ func revokedKeys(tx *gorm.DB, ops []*Operation) (map[string]bool, error) {
 }
 
 // Cancel stops an operation that has not started: PENDING or AWAITING_APPROVAL → FAILED_FINAL
-// (cancelled). Anything else is CodeNotCancellable, carrying the operation.
+// (cancelled). Anything else is CodeNotCancellable, carrying the operation; so is a PENDING
+// retry of an ambiguous attempt, whose effect may already have happened: FAILED_FINAL would
+// say it did not.
 func (l *Ledger) Cancel(ctx context.Context, tenant, id, actor string) (*Operation, error) {
 	op, err := l.Get(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if op.State != StatePending && op.State != StateAwaitingApproval {
-		return nil, &Error{Code: CodeNotCancellable, Op: op, Message: "only PENDING or AWAITING_APPROVAL operations can be cancelled; this one is " + string(op.State)}
+	if err := cancellable(op); err != nil {
+		return nil, err
 	}
 	err = l.txn(ctx, "cancel "+id, func(tx *gorm.DB) ([]string, error) {
+		// The compare-and-set includes the ambiguity flag: the operation may have run an
+		// ambiguous attempt and come back to PENDING since it was read.
 		return []string{op.ID}, l.transition(tx, l.clock(), op, change{from: op.State, to: StateFailedFinal, actor: actor,
-			apply: setError(ErrorCancelled, "cancelled at the caller's request", 0)})
+			unambiguous: true, apply: setError(ErrorCancelled, "cancelled at the caller's request", 0)})
 	})
 	if ErrorCode(err) == CodeStale {
 		current, gerr := l.Get(ctx, tenant, id)
 		if gerr != nil {
 			return nil, gerr
 		}
-		return nil, &Error{Code: CodeNotCancellable, Op: current, Message: "the operation changed state meanwhile; it is now " + string(current.State)}
+		if cerr := cancellable(current); cerr != nil {
+			return nil, cerr
+		}
+		return nil, &Error{Code: CodeNotCancellable, Op: current, Message: "the operation changed meanwhile; it is now " + string(current.State)}
 	}
 	return op, err
+}
+
+// cancellable says why op cannot be cancelled, or nil.
+func cancellable(op *Operation) error {
+	switch {
+	case op.State != StatePending && op.State != StateAwaitingApproval:
+		return &Error{Code: CodeNotCancellable, Op: op, Message: "only PENDING or AWAITING_APPROVAL operations can be cancelled; this one is " + string(op.State)}
+	case op.Ambiguous:
+		return &Error{Code: CodeNotCancellable, Op: op, Message: "an earlier attempt of this operation may have taken effect " +
+			"(its outcome was ambiguous), so it cannot be cancelled: it is being retried with the same downstream key"}
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package models
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Code classifies a ledger error. The web layer maps each code to one HTTP status and problem
@@ -82,4 +84,18 @@ func unavailable(what string, err error) error {
 		return err
 	}
 	return &Error{Code: CodeUnavailable, Message: "ledger: " + what, Err: err}
+}
+
+// isUniqueViolation reports whether err is a unique constraint refusing an insert: SQLSTATE
+// 23505 on PostgreSQL, SQLITE_CONSTRAINT_UNIQUE (2067) on SQLite.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	var sqliteErr interface{ Code() int }
+	if errors.As(err, &sqliteErr) {
+		return sqliteErr.Code() == 2067
+	}
+	return false
 }

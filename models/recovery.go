@@ -216,6 +216,11 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 			return nil, errorf(CodeStale, "operation %s changed or already has a review", op.ID)
 		}
 		if err := tx.Create(r).Error; err != nil {
+			if isUniqueViolation(err) {
+				// Another escalator opened one between our check and our insert: the
+				// partial unique index (one open review per operation) decided the race.
+				return nil, errorf(CodeStale, "operation %s already has an open review", op.ID)
+			}
 			return nil, err
 		}
 		opened := *op

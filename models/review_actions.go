@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -21,9 +22,10 @@ const (
 	ActionReject             = "reject"
 )
 
-// Action is a person's decision about one operation. ExpectedState is the state the person
-// saw when deciding: if the operation moved meanwhile, the action is refused (CodeStale)
-// rather than applied to a situation nobody looked at. Scope is the person's: an operation
+// Action is a person's decision about one operation. ExpectedState and ExpectedAttempts are
+// the state and the attempt count the person saw when deciding: if the operation moved
+// meanwhile, even out of that state and back into it with a new attempt, the action is
+// refused (CodeStale) rather than applied to a situation nobody looked at. Scope is the person's: an operation
 // outside it is CodeNotFound, and the zero Scope acts on nothing.
 type Action struct {
 	Scope         Scope
@@ -32,7 +34,11 @@ type Action struct {
 	Actor         string // user:<email>
 	Reason        string
 	ExpectedState State
-	RequestID     string // for the audit entry
+	// ExpectedAttempts is checked whenever ExpectedState is given: an UNKNOWN operation the
+	// reviewer found not executed may since have been retried, and become UNKNOWN again
+	// through an attempt the reviewer never looked into.
+	ExpectedAttempts int
+	RequestID        string // for the audit entry
 }
 
 // act runs fn on the operation locked for this transaction, after the checks every action
@@ -60,6 +66,11 @@ func (l *Ledger) act(ctx context.Context, name string, a Action, allowed State, 
 		if (a.ExpectedState != "" && op.State != a.ExpectedState) || op.State != allowed {
 			return nil, &Error{Code: CodeStale, Op: &op,
 				Message: "the operation is " + string(op.State) + " now, not " + string(allowed) + "; nothing was changed. Reload the page and decide again."}
+		}
+		if a.ExpectedState != "" && op.Attempts != a.ExpectedAttempts {
+			return nil, &Error{Code: CodeStale, Op: &op,
+				Message: fmt.Sprintf("the operation has had %d attempts now, not %d as when you looked; nothing was changed. Reload the page and decide again.",
+					op.Attempts, a.ExpectedAttempts)}
 		}
 		now := l.clock()
 		if err := fn(tx, now, &op); err != nil {

@@ -25,7 +25,7 @@ func unknownOp(t *testing.T, l *models.Ledger, c *models.Caller, key string) *mo
 }
 
 func action(op *models.Operation, who string) models.Action {
-	return models.Action{Scope: models.AllTenants(), Tenant: op.Tenant, OperationID: op.ID, Actor: "user:" + who, Reason: "checked the downstream", ExpectedState: op.State}
+	return models.Action{Scope: models.AllTenants(), Tenant: op.Tenant, OperationID: op.ID, Actor: "user:" + who, Reason: "checked the downstream", ExpectedState: op.State, ExpectedAttempts: op.Attempts}
 }
 
 func TestReviewerSettlesUnknown(t *testing.T) {

@@ -18,8 +18,11 @@ type change struct {
 	from, to State
 	// fence, when non-zero, must still be the operation's token: a worker whose lease was
 	// taken over can record nothing.
-	fence   int64
-	actor   string
+	fence int64
+	// unambiguous, when set, requires that no earlier attempt was ambiguous: the change may
+	// not end an operation whose effect may already have happened.
+	unambiguous bool
+	actor       string
 	event   string // default EventStateChanged
 	attempt int
 	detail  map[string]any
@@ -56,6 +59,9 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	q := tx.Model(&Operation{}).Where("id = ? AND state = ?", op.ID, c.from)
 	if c.fence != 0 {
 		q = q.Where("fence = ?", c.fence)
+	}
+	if c.unambiguous {
+		q = q.Where("ambiguous = ?", false)
 	}
 	res := q.Select(cols).Updates(&next)
 	if res.Error != nil {

@@ -18,7 +18,10 @@ type ActionPanel struct {
 	// ExpectedState is the state the page shows, sent back with every form so that an action
 	// on an operation that moved meanwhile is refused.
 	ExpectedState string
-	CSRFToken     string
+	// ExpectedAttempts is the attempt count the page shows, sent back likewise: an operation
+	// retried meanwhile may be in the same state for another reason.
+	ExpectedAttempts int
+	CSRFToken        string
 }
 
 // ApprovalStatus is where an operation awaiting approval stands: Count of Required distinct

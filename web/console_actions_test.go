@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,6 +62,9 @@ func act(t *testing.T, b *consoletest.Browser, op *models.Operation, action stri
 	}
 	if _, ok := form["expected_state"]; !ok {
 		form.Set("expected_state", string(op.State))
+	}
+	if _, ok := form["expected_attempts"]; !ok {
+		form.Set("expected_attempts", strconv.Itoa(op.Attempts))
 	}
 	if _, ok := form["reason"]; !ok {
 		form.Set("reason", "Checked in the payment system: "+action)
@@ -164,7 +168,7 @@ func TestUnknownActions(t *testing.T) {
 			t.Run(tc.action+" on an operation that moved meanwhile is refused", func(t *testing.T) {
 				op := desk.unknown(t, "acme", "stale:"+tc.action)
 				_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
-					Actor: desk.raviID, Reason: "gave up", ExpectedState: models.StateUnknown})
+					Actor: desk.raviID, Reason: "gave up", ExpectedState: models.StateUnknown, ExpectedAttempts: op.Attempts})
 				require.NoError(t, err)
 				p := refused(t, desk.rita, op, act(t, desk.rita, op, tc.action, form()))
 				assert.Contains(t, strings.Join(p.TestIDs("notice"), ""), "it is FAILED_FINAL now, not UNKNOWN")

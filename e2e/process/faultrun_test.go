@@ -196,8 +196,7 @@ func TestRandomizedFaultRun(t *testing.T) {
 	var ops []*models.Operation
 	settled := func(requireReconciled bool) (bool, string) {
 		var err error
-		ops, _, err = s.ledger.List(ctx, s.tenant, models.ListFilter{Limit: 500})
-		if err != nil {
+		if ops, err = allOperations(ctx, s); err != nil {
 			return false, err.Error()
 		}
 		open := map[models.State]int{}
@@ -245,7 +244,7 @@ func TestRandomizedFaultRun(t *testing.T) {
 	}
 	states := map[string]int{}
 	unknownByTool := map[string]int{}
-	unknownOpen, terminalOpenReview := 0, 0
+	unknownOpen, terminalOpenReview, duplicates := 0, 0, 0
 	for _, p := range plan {
 		var id string
 		for k := range p.ids {
@@ -262,6 +261,9 @@ func TestRandomizedFaultRun(t *testing.T) {
 		}
 		states[string(op.State)]++
 		what := fmt.Sprintf("%s (%s, fault %s, state %s, attempts %d, effects %v + %d maybe)", p.key, id, p.fault, op.State, op.Attempts, e.refs, e.maybe)
+		if len(e.refs)+e.maybe > 1 {
+			duplicates++
+		}
 		assert.LessOrEqual(t, len(e.refs)+e.maybe, 1, "at most one side effect: %s", what)
 		switch op.State {
 		case models.StateSucceeded:
@@ -328,8 +330,27 @@ func TestRandomizedFaultRun(t *testing.T) {
 	require.NoError(t, s.ledger.DB().Model(&models.Event{}).Where("type = ? AND detail LIKE ?", "state_changed", "%lease_expired%").Count(&reaped).Error)
 	require.NoError(t, s.ledger.DB().Model(&models.Event{}).Where("type = ? AND to_state IS NOT NULL", "reconcile_finished").Count(&reconciled).Error)
 	t.Logf("fault run: %d attempts cut off by a kill and reaped to UNKNOWN; %d operations settled by reconciliation; "+
-		"%d UNKNOWN with an open review %s; %d terminal operations still showing an open review",
-		reaped, reconciled, unknownOpen, sorted(unknownByTool), terminalOpenReview)
+		"%d UNKNOWN with an open review %s; %d terminal operations still showing an open review; "+
+		"%d operations with more than one side effect (duplicates)",
+		reaped, reconciled, unknownOpen, sorted(unknownByTool), terminalOpenReview, duplicates)
+}
+
+// allOperations reads the tenant's whole ledger, page by page (a page holds at most 500), so
+// that a run larger than one page is checked in full.
+func allOperations(ctx context.Context, s *stack) ([]*models.Operation, error) {
+	var all []*models.Operation
+	f := models.ListFilter{Limit: 500}
+	for {
+		page, more, err := s.ledger.List(ctx, s.tenant, f)
+		if err != nil {
+			return nil, fmt.Errorf("list operations before %q: %w", f.Before, err)
+		}
+		all = append(all, page...)
+		if !more || len(page) == 0 {
+			return all, nil
+		}
+		f.Before = page[len(page)-1].ID
+	}
 }
 
 // submitWithFault queues op's fault just before sending it, then submits it like an agent:
