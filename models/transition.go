@@ -23,9 +23,9 @@ type change struct {
 	// not end an operation whose effect may already have happened.
 	unambiguous bool
 	actor       string
-	event   string // default EventStateChanged
-	attempt int
-	detail  map[string]any
+	event       string // default EventStateChanged
+	attempt     int
+	detail      map[string]any
 	// apply sets the columns this change writes besides the common ones; it returns their
 	// names.
 	apply func(op *Operation) []string
