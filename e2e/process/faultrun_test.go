@@ -100,7 +100,11 @@ func TestRandomizedFaultRun(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	t.Logf("fault run: seed %d (%s=%d to replay), %d operations", seed, faultRunSeedEnv, seed, n)
 
-	s := newStack(t, stackOptions{Escalate: "10s"})
+	// The effects of emails are counted from the sandbox's request log: it must keep every
+	// request of the run (a few per operation: attempts, look-ups, probes), not only the
+	// default 10000, or a large run loses its first half (as the first 10,000-operation run
+	// did: 401 emails "missing").
+	s := newStack(t, stackOptions{Escalate: "10s", Record: max(20*n, 10000)})
 	reps := &replicaSet{}
 	for i := range 2 {
 		reps.set(i, s.serve(t, fmt.Sprintf("%c#0", 'A'+i)))

@@ -123,6 +123,8 @@ type stackOptions struct {
 	Timeout  string // HTTP timeout of the tools; default 1s
 	Escalate string // escalate_after of reconcilable tools; default 30s
 	Extra    string // more tools, YAML list items indented by two spaces
+	// Record is how many requests the sandbox keeps in its log; 0: its default (10000).
+	Record int
 }
 
 // stack is one test's world: a fresh PostgreSQL schema, the sandbox downstream served from the
@@ -153,7 +155,11 @@ func newStackOn(t *testing.T, dsn string, opts stackOptions) *stack {
 	if opts.Escalate == "" {
 		opts.Escalate = "30s"
 	}
-	s := &stack{env: proctest.Env{Bin: bin, DSN: dsn}, sb: sandbox.New(), tenant: "acme", started: time.Now()}
+	var sbOpts []sandbox.Option
+	if opts.Record > 0 {
+		sbOpts = append(sbOpts, sandbox.RecordRequests(opts.Record))
+	}
+	s := &stack{env: proctest.Env{Bin: bin, DSN: dsn}, sb: sandbox.New(sbOpts...), tenant: "acme", started: time.Now()}
 	srv := httptest.NewServer(s.sb)
 	t.Cleanup(func() {
 		s.sb.ClearFaults() // frees handlers held by hang faults

@@ -23,8 +23,8 @@ import (
 // maxBody bounds request bodies so a careless client cannot exhaust the demo server's memory.
 const maxBody = 1 << 20
 
-// maxRecorded bounds the request log: the sandbox may run for days inside a demo gateway, and
-// tests never need more than the most recent requests.
+// maxRecorded bounds the request log by default: the sandbox may run for days inside a demo
+// gateway, and most tests need only the most recent requests (RecordRequests changes it).
 const maxRecorded = 10000
 
 // RecordedHeaders are the request headers kept in each Request: the ones tests assert on to
@@ -64,6 +64,8 @@ type Sandbox struct {
 	emails     []*email
 
 	nextTicket, nextRefund, nextEmail int
+	// recorded bounds the request log (maxRecorded unless RecordRequests says).
+	recorded int
 }
 
 // Option configures a Sandbox.
@@ -76,6 +78,13 @@ func WithTimer(after func(d time.Duration) <-chan time.Time) Option {
 	return func(s *Sandbox) { s.after = after }
 }
 
+// RecordRequests keeps the most recent n requests in the log Requests reads, instead of
+// 10000: a test that counts effects from the log over a longer run (the 10,000-operation fault
+// run sends several requests per operation) must see all of them.
+func RecordRequests(n int) Option {
+	return func(s *Sandbox) { s.recorded = max(n, 1) }
+}
+
 // New returns an empty sandbox with no faults.
 func New(opts ...Option) *Sandbox {
 	s := &Sandbox{
@@ -84,6 +93,7 @@ func New(opts ...Option) *Sandbox {
 		nextTicket: 1001,
 		nextRefund: 5001,
 		nextEmail:  1,
+		recorded:   maxRecorded,
 	}
 	for _, o := range opts {
 		o(s)
@@ -154,16 +164,16 @@ func (s *Sandbox) arrive(r *http.Request, p string, body []byte, resource bool) 
 			req.Fault = f.Mode
 		}
 	}
-	if len(s.requests) >= maxRecorded {
+	if len(s.requests) >= s.recorded {
 		// Copy rather than reslice so the dropped entries can be garbage collected.
-		s.requests = append(s.requests[:0:0], s.requests[len(s.requests)-maxRecorded+1:]...)
+		s.requests = append(s.requests[:0:0], s.requests[len(s.requests)-s.recorded+1:]...)
 	}
 	s.requests = append(s.requests, req)
 	return f
 }
 
 // Requests returns, in arrival order, the recorded requests whose path starts with pathPrefix
-// ("" for all). Only the most recent 10000 requests are kept.
+// ("" for all). Only the most recent 10000 requests are kept (see RecordRequests).
 func (s *Sandbox) Requests(pathPrefix string) []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
