@@ -51,6 +51,11 @@ func expectDecision(class jobs.Class, effect catalog.Effect, keys, last, hadAmbi
 	case jobs.Succeeded:
 		return models.StateSucceeded, ""
 	case jobs.Rejected:
+		// A refusal of a retry says nothing of the ambiguous attempt before it, which may
+		// have taken effect: only reconciliation or a reviewer may end it (docs/model).
+		if hadAmbiguous {
+			return models.StateUnknown, models.ErrorAmbiguous
+		}
 		return models.StateFailedFinal, models.ErrorRejected
 	case jobs.Ambiguous:
 		if !retrySafe {
@@ -160,6 +165,8 @@ func TestDecideNamedCases(t *testing.T) {
 			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1, RetryAfter: 3 * time.Second}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
 		{name: "rejected is final even with attempts left", tool: writeKeys,
 			in: jobs.PolicyInput{Class: jobs.Rejected, Attempt: 1}, want: models.StateFailedFinal, wantClass: models.ErrorRejected},
+		{name: "rejected after an ambiguous attempt is still unknown", tool: writeKeys,
+			in: jobs.PolicyInput{Class: jobs.Rejected, Attempt: 2, HadAmbiguous: true}, want: models.StateUnknown, wantClass: models.ErrorAmbiguous},
 		{name: "succeeded after an ambiguous attempt is a success", tool: write,
 			in: jobs.PolicyInput{Class: jobs.Succeeded, Attempt: 4, HadAmbiguous: true}, want: models.StateSucceeded},
 		{name: "a single allowed attempt that was not sent is exhausted", tool: catalog.Tool{Effect: catalog.EffectWrite,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,3 +107,34 @@ func TestProbeAnswerScrubbed(t *testing.T) {
 }
 
 func ptrTo(s string) *string { return &s }
+
+// The settle window is measured when the downstream is asked, not when its answer arrives: a
+// look-up sent inside the window proves nothing, however late its 404 comes back (found by
+// model-checking the reconciler, docs/model MUT_SETTLE_AT_RECORD).
+func TestProbeSettleWindowMeasuredWhenAsked(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		var mu sync.Mutex
+		now := t0.Add(100 * time.Millisecond) // asked 100ms into a 1s window
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			now = t0.Add(5 * time.Second) // the answer arrives long after the window
+			mu.Unlock()
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(down.Close)
+		tool := &catalog.Tool{Name: "refunds.issue", Effect: catalog.EffectWrite,
+			HTTP:      catalog.HTTPSpec{Method: http.MethodPost, URL: down.URL + "/refunds", Timeout: time.Second},
+			Reconcile: &catalog.ReconcileSpec{Method: http.MethodGet, URL: down.URL + "/refunds?reference={{.DownstreamKey}}", Settle: time.Second},
+			Retry:     catalog.RetryPolicy{MaxAttempts: 3}}
+		params := `{"order_id":"o-1"}`
+		op := &models.Operation{ID: "op_1", Tenant: "acme", Key: "k", Tool: tool.Name, Params: &params, Attempts: 1,
+			DownstreamKey: ptrTo("dk_0123"), State: models.StateUnknown, UnknownSince: &t0, Probes: 1}
+		r := NewRecovery(NewExecutor(ExecutorConfig{Ledger: testdb.Ledger(t, d), Worker: "w1", Now: clock}), RecoveryConfig{})
+
+		out := r.ask(context.Background(), tool, op)
+		assert.Equal(t, ProbeNotSettled, out.Outcome, "%+v", out)
+		assert.Equal(t, models.StateUnknown, out.To, "a 404 to a question asked inside the window is not proof")
+	})
+}
