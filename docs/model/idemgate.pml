@@ -13,7 +13,8 @@
  *   KEYED=1  the downstream honours the idempotency key (tickets.create): RetrySafe, no look-up
  *            before sending (catalog.Tool.RetrySafe, ChecksBeforeSending).
  *   KEYED=0  it does not (refunds.issue): ambiguous attempts go to UNKNOWN, and each attempt
- *            first looks the downstream key up (jobs/lookfirst.go).
+ *            first looks the downstream key up (jobs/lookfirst.go); with LOOKFIRST=0 the
+ *            look-up names the operation id and is not asked first (ChecksBeforeSending).
  *   NG       gateway processes (2 or 3).
  * Mutations, each of which must produce a counterexample:
  *   MUT_NOFENCE           FinishAttempt's write without its fence: neither the fencing token nor
@@ -38,6 +39,9 @@
 #endif
 #ifndef NG
 #define NG 2
+#endif
+#ifndef LOOKFIRST
+#define LOOKFIRST (KEYED == 0)   /* LOOKFIRST=0: the look-up names the operation id, not the key */
 #endif
 #ifndef NR
 #define NR 1       /* reconcilers running (on gateways 0..NR-1) */
@@ -204,7 +208,7 @@ proctype Executor(byte g) {
 			wasamb = myamb;
 			/* Executor.attempt: [lookFirst,] then connector.Do. */
 			if
-#if KEYED == 0
+#if LOOKFIRST
 			/* Executor.lookFirst: a tool without key support whose look-up names the
 			 * downstream key asks first: 2xx → found, nothing sent (SUCCEEDED); no usable
 			 * answer → not_sent; 404 → send. */
@@ -213,8 +217,10 @@ proctype Executor(byte g) {
 #endif
 			:: atomic { cls = C_THROT; decide() }                /* connection refused: not_sent */
 			:: atomic {
-#if KEYED == 0
+#if LOOKFIRST
 				!visible ->                                      /* the look-up's 404 */
+#endif
+#if KEYED == 0
 				/* Property: a downstream without key support gets a request only when no
 				 * earlier one of this operation took, or may still take, effect. */
 				assert(effects == 0 && !inflight);
