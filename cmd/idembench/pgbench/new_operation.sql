@@ -22,6 +22,7 @@ WITH ev AS (INSERT INTO events (operation_id, tenant, at, type, to_state, attemp
 SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ('') AND deleted_at IS NULL);
 COMMIT;
 BEGIN;
+SELECT 1 FROM operations WHERE id = 'op-' || :n || '-' || :client_id FOR UPDATE;
 UPDATE attempts SET finished_at = now(), class = 'succeeded', downstream_status = 201, latency_ms = 1 WHERE id = 'att-' || :n || '-' || :client_id AND finished_at IS NULL;
 UPDATE operations SET state = 'SUCCEEDED', updated_at = now(), lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), next_attempt_at = NULL, result = '{"id":"x"}', downstream_ref = 'x'
   WHERE id = 'op-' || :n || '-' || :client_id AND state = 'RUNNING' AND fence = 1;
