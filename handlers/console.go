@@ -36,6 +36,9 @@ type Console struct {
 	Now func() time.Time
 	// RefreshEvery is how often the review queue reloads its list (default 15 s).
 	RefreshEvery time.Duration
+	// ApprovalWarning is how long before an approval lapses the queue marks it (serve
+	// --approval-warning; default jobs.DefaultApprovalWarning; negative marks none).
+	ApprovalWarning time.Duration
 	// ClaimTTL is how long a reviewer's claim on a review lasts (default models.DefaultClaimTTL).
 	ClaimTTL time.Duration
 	// SSO signs people in through an OpenID Connect provider; nil offers passwords only.

@@ -139,9 +139,9 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	p.Approvals = st
 	// Compared as recorded (user:…), shown as read.
 	defer func() {
-		st.Proposer = ActorName(st.Proposer)
+		st.Proposer = models.ActorName(st.Proposer)
 		for i, a := range st.Approvers {
-			st.Approvers[i] = ActorName(a)
+			st.Approvers[i] = models.ActorName(a)
 		}
 	}()
 	p.Intro = fmt.Sprintf("%s is sent only once %s approved it. Check the params below, then decide.", op.Tool, reviewersHave(required))

@@ -108,7 +108,7 @@ func (h *Console) VerifyAudit(c echo.Context) error {
 
 // auditRow is an entry as the console shows it, on the audit page and on its operation's.
 func auditRow(e models.AuditEntry) views.AuditRow {
-	r := views.AuditRow{Seq: strconv.FormatInt(e.Seq, 10), At: views.NewPreciseTime(e.At), Actor: ActorName(e.Actor), Action: e.Action,
+	r := views.AuditRow{Seq: strconv.FormatInt(e.Seq, 10), At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor), Action: e.Action,
 		Tenant: e.Tenant, OperationID: e.OperationID, Outcome: e.Outcome, RequestID: e.RequestID, Hash: e.Hash}
 	if e.OperationID != "" {
 		r.OperationHref = OperationHref(e.OperationID)

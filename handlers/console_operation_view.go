@@ -33,8 +33,8 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 	p.Timeline = buildTimeline(rec.Events, rec.Attempts)
 	for _, r := range rec.Reviews {
 		info := views.ReviewInfo{ID: r.ID, Reason: reasonLabel(r.Reason), Status: r.Status,
-			Opened: views.NewTime(r.OpenedAt, now), OpenedBy: ActorName(r.OpenedBy), Resolved: timePtr(r.ResolvedAt, now),
-			ResolvedBy: ActorName(deref(r.ResolvedBy)), Resolution: deref(r.Resolution)}
+			Opened: views.NewTime(r.OpenedAt, now), OpenedBy: models.ActorName(r.OpenedBy), Resolved: timePtr(r.ResolvedAt, now),
+			ResolvedBy: models.ActorName(deref(r.ResolvedBy)), Resolution: deref(r.Resolution)}
 		if r.ResolvedAt != nil && r.ResolvedBy != nil {
 			info.ResolverReason = resolverReason(rec.Events, *r.ResolvedBy, *r.ResolvedAt)
 		}

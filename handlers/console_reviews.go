@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -58,6 +59,7 @@ func (h *Console) Reviews(c echo.Context) error {
 		Tenants: options(tenantNames(tenants), f.Tenant),
 		Tools:   options(h.Catalog.Names(), f.Tool),
 		Reasons: reasonOptions(f.Reason),
+		Claims:  claimOptions(f.Claims),
 		List:    list,
 	}
 	p.Page.Scripts = []string{"console.js"}
@@ -78,13 +80,14 @@ func (h *Console) ReviewList(c echo.Context) error {
 }
 
 func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (views.ReviewList, error) {
+	f.Actor = v.Actor()
 	items, more, err := h.Ledger.ReviewQueue(c.Request().Context(), v.Scope, f)
 	if err != nil {
 		return views.ReviewList{}, err
 	}
 	now := h.now()
 	q := url.Values{}
-	for name, value := range map[string]string{"tenant": f.Tenant, "tool": f.Tool, "reason": f.Reason} {
+	for name, value := range map[string]string{"tenant": f.Tenant, "tool": f.Tool, "reason": f.Reason, "claims": f.Claims} {
 		if value != "" {
 			q.Set(name, value)
 		}
@@ -94,7 +97,7 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		every = defaultRefresh
 	}
 	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
-		Updated: views.NewTime(now, time.Time{})}
+		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor}
 	var awaiting []string
 	for _, it := range items {
 		if it.State == models.StateAwaitingApproval {
@@ -109,8 +112,9 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		op := views.OperationRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Tenant: it.Tenant,
 			Key: it.Key, Tool: it.Tool, State: string(it.State)}
 		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
-			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt))}
+			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt))}
 		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
+		h.queueClaimAndDeadline(&row, it, v, now)
 		l.Items = append(l.Items, row)
 	}
 	return l, nil
@@ -137,7 +141,7 @@ func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events [
 	approvers := models.ApproversOf(op, events, tool.Review.ApprovalTTL, now)
 	row.Approvals = fmt.Sprintf("%d of %d", len(approvers), requiredApprovals(op, tool))
 	if it.Compensates != nil {
-		row.Proposer = ActorName(models.ProposerOf(events))
+		row.Proposer = models.ActorName(models.ProposerOf(events))
 		row.ProposerReason = models.ProposalReasonOf(events)
 	}
 	switch {
@@ -161,7 +165,48 @@ func reviewFilter(c echo.Context) models.ReviewFilter {
 	return models.ReviewFilter{
 		Tenant: c.QueryParam("tenant"), Tool: c.QueryParam("tool"),
 		Reason: oneOf(c.QueryParam("reason"), reviewReasons), Limit: reviewsShown,
+		Claims: oneOf(c.QueryParam("claims"), []string{models.ClaimsNone, models.ClaimsMine}),
 	}
+}
+
+func claimOptions(selected string) []views.Option {
+	out := options([]string{models.ClaimsNone, models.ClaimsMine}, selected)
+	for i := range out {
+		out[i].Label = map[string]string{models.ClaimsNone: "Nobody has taken", models.ClaimsMine: "Taken by me"}[out[i].Value]
+	}
+	return out
+}
+
+// queueClaimAndDeadline says who has taken the review and, for an approval, when its window
+// closes: soon (within the warning time, when review.expiring goes out) is marked.
+func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueItem, v *Viewer, now time.Time) {
+	holder := ""
+	if it.ClaimedBy != nil && it.ClaimedUntil != nil && it.ClaimedUntil.After(now) {
+		holder = *it.ClaimedBy
+	}
+	switch {
+	case holder == "":
+		row.ClaimFree = true
+	case holder == v.Actor():
+		row.ClaimMine = true
+		row.Claim = "You have it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
+	default:
+		row.Claim = models.ActorName(holder) + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
+	}
+	tool, known := h.Catalog.Get(it.Tool)
+	if it.State != models.StateAwaitingApproval || !known {
+		return
+	}
+	left := it.OpCreatedAt.Add(tool.Review.ApprovalTTL).Sub(now)
+	warn := h.ApprovalWarning
+	if warn == 0 {
+		warn = jobs.DefaultApprovalWarning
+	}
+	row.Lapses = "lapses in " + views.Age(left)
+	if left <= 0 {
+		row.Lapses = "lapsing now"
+	}
+	row.LapsesSoon = warn > 0 && left <= warn
 }
 
 func reasonOptions(selected string) []views.Option {

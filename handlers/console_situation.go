@@ -223,7 +223,7 @@ func succeededOutcome(rec *models.OperationRecord, service string) string {
 		case e.Type == models.EventReconcileFinished:
 			return "Done: a look-up found it in the " + service + "."
 		case strings.HasPrefix(e.Actor, "user:"):
-			return "Done: " + ActorName(e.Actor) + " confirmed it in the " + service + "."
+			return "Done: " + models.ActorName(e.Actor) + " confirmed it in the " + service + "."
 		}
 		break
 	}
@@ -276,13 +276,4 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
-}
-
-// ActorName is how an actor reads on a page: a person by their email, without the "user:"
-// the ledger records; programs keep their prefix (worker:…, api:…), which says what they are.
-func ActorName(actor string) string {
-	if e, ok := strings.CutPrefix(actor, "user:"); ok {
-		return e
-	}
-	return actor
 }

@@ -61,7 +61,7 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 		e := events[i]
 		switch e.Type {
 		case models.EventCreated:
-			row := views.TimelineRow{Kind: kindCreated, At: views.NewPreciseTime(e.At), Title: "Recorded", Actor: ActorName(e.Actor), To: stateOf(e.ToState),
+			row := views.TimelineRow{Kind: kindCreated, At: views.NewPreciseTime(e.At), Title: "Recorded", Actor: models.ActorName(e.Actor), To: stateOf(e.ToState),
 				Quote: str(detailMap(e.Detail)["reason"])}
 			tl.Rows = append(tl.Rows, row)
 			if stateOf(e.ToState) == string(models.StateAwaitingApproval) {
@@ -100,7 +100,7 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 			i = j - 1
 		case models.EventEscalated:
 			tl.Rows = append(tl.Rows, views.TimelineRow{Kind: kindEscalated, At: views.NewPreciseTime(e.At), Title: "Handed to a person: a review was opened",
-				Actor: ActorName(e.Actor)})
+				Actor: models.ActorName(e.Actor)})
 		case models.EventReviewAction:
 			row := decisionRow(e)
 			tl.Rows = append(tl.Rows, row)
@@ -112,7 +112,7 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 				waitWhy = "after approval"
 			}
 		case models.EventCompensationLinked:
-			row := views.TimelineRow{Kind: kindLink, At: views.NewPreciseTime(e.At), Actor: ActorName(e.Actor), Title: "Compensation linked",
+			row := views.TimelineRow{Kind: kindLink, At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor), Title: "Compensation linked",
 				Facts: wordDetails(e.Detail)}
 			tl.Rows = append(tl.Rows, row)
 		case models.EventStateChanged:
@@ -121,7 +121,7 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 			}
 			fallthrough
 		default: // state_changed and retry_scheduled outside an attempt: approvals, the reaper, a lapse
-			row := views.TimelineRow{Kind: kindState, At: views.NewPreciseTime(e.At), Actor: ActorName(e.Actor), Title: "State changed",
+			row := views.TimelineRow{Kind: kindState, At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor), Title: "State changed",
 				From: stateOf(e.FromState), To: stateOf(e.ToState), Facts: wordDetails(e.Detail)}
 			if d := detailMap(e.Detail); str(d["reason"]) == "lease_expired" {
 				row.Title, row.Facts = "The worker's lease expired before it recorded the outcome", nil
@@ -149,7 +149,7 @@ func isAttemptTail(typ string) bool {
 
 // attemptRow is one attempt: outcome, class, downstream status, latency, ids.
 func attemptRow(a models.Attempt, started models.Event) views.TimelineRow {
-	row := views.TimelineRow{At: views.NewPreciseTime(a.StartedAt), Actor: ActorName(started.Actor), Kind: kindWait,
+	row := views.TimelineRow{At: views.NewPreciseTime(a.StartedAt), Actor: models.ActorName(started.Actor), Kind: kindWait,
 		Title: fmt.Sprintf("Attempt %d", a.Number), Attempt: a.Number}
 	class := deref(a.Class)
 	switch class {
@@ -208,7 +208,7 @@ func probeRows(events []models.Event) []views.TimelineRow {
 		}
 		first, last := group[0], group[len(group)-1]
 		answer := probeAnswer(detailMap(last.Detail))
-		row := views.TimelineRow{Kind: kindProbe, At: views.NewPreciseTime(first.At), Actor: ActorName(last.Actor), Count: len(group)}
+		row := views.TimelineRow{Kind: kindProbe, At: views.NewPreciseTime(first.At), Actor: models.ActorName(last.Actor), Count: len(group)}
 		if len(group) == 1 {
 			row.Title = "Look-up " + str(detailMap(last.Detail)["probe"]) + ": " + answer
 		} else {
@@ -229,7 +229,7 @@ func probeRows(events []models.Event) []views.TimelineRow {
 		d := detailMap(e.Detail)
 		if e.ToState != nil {
 			flush()
-			row := views.TimelineRow{Kind: kindProbeOK, At: views.NewPreciseTime(e.At), Actor: ActorName(e.Actor),
+			row := views.TimelineRow{Kind: kindProbeOK, At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor),
 				Title: "Look-up " + str(d["probe"]) + ": " + probeAnswer(d), From: stateOf(e.FromState), To: stateOf(e.ToState)}
 			if str(d["outcome"]) == jobs.ProbeError {
 				row.Kind = kindProbe
@@ -254,8 +254,8 @@ func decisionRow(e models.Event) views.TimelineRow {
 	if !ok {
 		what = strings.ReplaceAll(action, "_", " ")
 	}
-	row := views.TimelineRow{Kind: kindDecision, At: views.NewPreciseTime(e.At), Actor: ActorName(e.Actor),
-		Title: ActorName(e.Actor) + " " + what, From: stateOf(e.FromState), To: stateOf(e.ToState), Quote: str(d["reason"])}
+	row := views.TimelineRow{Kind: kindDecision, At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor),
+		Title: models.ActorName(e.Actor) + " " + what, From: stateOf(e.FromState), To: stateOf(e.ToState), Quote: str(d["reason"])}
 	if ref := str(d["downstream_ref"]); ref != "" {
 		row.Facts = append(row.Facts, views.Detail{Name: "Downstream reference", Value: ref})
 	}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -99,10 +100,11 @@ func (r *Review) ClaimHolder(now time.Time) string {
 	return *r.ClaimedBy
 }
 
-// ActorName is an actor as people read it: user:ann@example.com is ann@example.com.
+// ActorName is how an actor reads on a page: a person by their email, without the "user:"
+// the ledger records; programs keep their prefix (worker:…, api:…), which says what they are.
 func ActorName(actor string) string {
-	if len(actor) > 5 && actor[:5] == "user:" {
-		return actor[5:]
+	if e, ok := strings.CutPrefix(actor, "user:"); ok {
+		return e
 	}
 	return actor
 }

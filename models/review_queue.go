@@ -44,6 +44,8 @@ type QueueItem struct {
 	Params      *string
 	Fingerprint string
 	Compensates *string
+	// OpCreatedAt is when the operation was created: an approval's window runs from then.
+	OpCreatedAt time.Time `gorm:"column:op_created_at"`
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -55,7 +57,8 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
-			"reviews.claimed_by, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates").
+			"reviews.claimed_by, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
+				"operations.created_at AS op_created_at").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")

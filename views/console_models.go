@@ -79,6 +79,7 @@ type ReviewsPage struct {
 	Tenants []Option
 	Tools   []Option
 	Reasons []Option
+	Claims  []Option
 	List    ReviewList
 }
 
@@ -91,6 +92,10 @@ type ReviewList struct {
 	// RefreshMS is how often it reloads, in milliseconds.
 	RefreshMS string
 	Updated   Time
+	// CSRFToken goes with each row's take and give-back forms; CanClaim is false for
+	// auditors, who read only.
+	CSRFToken string
+	CanClaim  bool
 }
 
 // ReviewRow is one open review: how long it has waited (Age), what is at stake (Summary, or
@@ -111,6 +116,15 @@ type ReviewRow struct {
 	You             string
 	ProposerReason  string
 	Proposer        string
+	// Claim says who has taken the review and for how long ("" when nobody has);
+	// ClaimMine and ClaimFree say which button the row offers: give back, or take.
+	Claim     string
+	ClaimMine bool
+	ClaimFree bool
+	// Lapses counts down an approval's window ("lapses in 40 min"); LapsesSoon marks it
+	// within the warning time, when review.expiring has gone out.
+	Lapses     string
+	LapsesSoon bool
 }
 
 // SearchPage is the operation search.

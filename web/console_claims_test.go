@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -56,4 +57,46 @@ func TestReviewClaimsInTheConsole(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, items, 2, "both reviews are free again")
 	})
+}
+
+// In a real browser: Rita takes a review from the queue, sees it is hers, finds it under
+// "Taken by me", gives it back; an approval in the queue counts down to its lapse, marked once
+// within the warning time.
+func TestBrowserQueueClaimsAndDeadlines(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	con.Tenant(t, "acme")
+	unknown := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1", Tool: "refunds.issue",
+		Params: `{"amount_cents":1999,"currency":"EUR","order_id":"1"}`, Unknown: true, Review: true})
+	payout := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "payout-1", Tool: "payouts.dual",
+		Params: `{"amount_cents":250000,"currency":"EUR","order_id":"1"}`, NeedsApproval: true})
+	pw := con.User(t, "rita@example.com", models.RoleReviewer)
+	row := func(op *models.Operation) string { return `[data-operation-id="` + op.ID + `"] ` }
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx,
+		chromedp.WaitVisible(testID("review-table")),
+		chromedp.Click(row(unknown)+testID("review-take")),
+		chromedp.WaitVisible(row(unknown)+testID("review-release")),
+	)
+	assert.Contains(t, value(t, ctx, chromedp.Text(row(unknown)+testID("review-claim"))), "You have it · 30 min left")
+	assert.Equal(t, "lapses in 1 h", value(t, ctx, chromedp.Text(row(payout)+testID("review-lapses"))),
+		"payouts.dual's approval window is an hour")
+	soon := value(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-operation-id="`+payout.ID+`"] [data-testid="review-lapses"]').classList.contains('queue__lapses--soon')`))
+	assert.True(t, soon, "within the warning time (an hour), the lapse is marked")
+
+	run(t, ctx,
+		chromedp.Navigate(con.URL+"/reviews?claims=mine"),
+		chromedp.WaitVisible(testID("review-table")),
+	)
+	rows := value(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="review-row"]').length`))
+	assert.Equal(t, 1, rows, "only the review Rita took")
+	run(t, ctx,
+		chromedp.Click(row(unknown)+testID("review-release")),
+		chromedp.WaitVisible(testID("review-filters")),
+	)
+	items, _, err := con.Ledger.ReviewQueue(t.Context(), models.AllTenants(), models.ReviewFilter{Claims: models.ClaimsNone, Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, items, 2, "given back: nobody has either review")
 }

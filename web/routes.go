@@ -48,7 +48,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
-		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO}
+		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning}
 	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})

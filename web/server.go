@@ -76,6 +76,9 @@ type Settings struct {
 	TrustedProxies TrustedProxies
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
+	// ApprovalWarning is how long before an approval lapses the review queue marks it (the
+	// same --approval-warning that sends review.expiring; zero: the default).
+	ApprovalWarning time.Duration
 	// SSO, when set, offers sign-in through an OpenID Connect provider beside passwords.
 	SSO *sso.Provider
 }

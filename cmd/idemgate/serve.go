@@ -145,7 +145,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			ApprovalWarning: keepFor(f.approvalWarning)},
 			Publish: true, WebhookWindow: f.webhookWindow}}
 	if withHTTP {
-		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, SSO: f.sso}
+		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, SSO: f.sso,
+			ApprovalWarning: keepFor(f.approvalWarning)}
 		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
 			return err
 		}
