@@ -58,7 +58,7 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
 			"reviews.claimed_by, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
-				"operations.created_at AS op_created_at").
+			"operations.created_at AS op_created_at").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
