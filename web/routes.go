@@ -49,7 +49,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
 		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning}
-	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), sm.load, sm.csrf}
+	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
 	reviewer := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyReviewers, models.RoleReviewer, models.RoleAdmin)})
@@ -58,6 +58,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET("/login", con.LoginForm, anyone...)
 	e.POST("/login", con.Login, anyone...)
 	e.POST("/logout", con.Logout, anyone...)
+	e.POST("/preferences", con.SavePreferences, anyone...)
 	// Single sign-on's two legs are GETs (the provider redirects the browser back); the
 	// state parameter, bound to the session cookie and spent once, is their CSRF defence.
 	e.GET(sso.StartPath, con.SSOStart, anyone...)

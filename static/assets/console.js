@@ -14,6 +14,57 @@
 
   document.documentElement.classList.add("js");
 
+  // Times in the browser's zone, for a person who chose it (data-times="local", rendered by the
+  // server from their preference): every <time datetime> is rewritten in the same format as the
+  // UTC one, milliseconds kept where it had them, the zone named after it. The UTC time stays
+  // in the element's title.
+  function pad(n, w) {
+    var s = String(n);
+    while (s.length < (w || 2)) {
+      s = "0" + s;
+    }
+    return s;
+  }
+  function localTimes(root) {
+    if (document.documentElement.getAttribute("data-times") !== "local") {
+      return;
+    }
+    var zone = "";
+    try {
+      var parts = new Intl.DateTimeFormat("en", { timeZoneName: "short" }).formatToParts(new Date());
+      for (var k = 0; k < parts.length; k++) {
+        if (parts[k].type === "timeZoneName") {
+          zone = parts[k].value;
+        }
+      }
+    } catch (e) {
+      zone = "local";
+    }
+    var times = root.querySelectorAll("time[datetime]");
+    for (var i = 0; i < times.length; i++) {
+      var el = times[i];
+      var text = el.textContent;
+      if (el.getAttribute("data-local") === "1" || !/\d{4}-\d{2}-\d{2} \d{2}:\d{2}/.test(text)) {
+        continue; // already rewritten, or not a clock time (an age, a date alone)
+      }
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d.getTime())) {
+        continue;
+      }
+      var s = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+        pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+      if (/:\d{2}\.\d{3}/.test(text)) {
+        s += "." + pad(d.getMilliseconds(), 3);
+      }
+      if (!el.getAttribute("title")) {
+        el.setAttribute("title", text);
+      }
+      el.textContent = s + " " + zone;
+      el.setAttribute("data-local", "1");
+    }
+  }
+  localTimes(document); // and the queue's refreshed list, below
+
   // Forms marked data-submit-once (the review actions) are sent once: a double click would
   // otherwise post the action twice, and the page would show the refusal of the second post
   // instead of the outcome of the first. A page restored from the back/forward cache can send
@@ -177,7 +228,9 @@
         var fresh = new DOMParser().parseFromString(html, "text/html").querySelector(SELECTOR);
         // Check again: someone may have started typing while the request was out.
         if (current && fresh && !busy(current)) {
-          current.replaceWith(document.importNode(fresh, true));
+          var node = document.importNode(fresh, true);
+          localTimes(node);
+          current.replaceWith(node);
         }
         schedule();
       })

@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A reviewer in Tokyo chooses the dark theme and her own time zone: the server renders the
+// theme (whatever the system's), and times read in Tokyo's zone, the UTC time kept in the
+// title. Choosing System and UTC again undoes both.
+func TestBrowserPreferences(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.SQLite, consoletest.Options{})
+	con.Tenant(t, "acme")
+	op := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1", Tool: "refunds.issue",
+		Params: `{"amount_cents":1999,"currency":"EUR","order_id":"1"}`, Unknown: true, Review: true})
+	pw := con.User(t, "rita@example.com", models.RoleReviewer)
+	run(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
+		return err
+	}))
+	background := func() string {
+		return value(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	}
+	firstTime := func() (text, iso, title string) {
+		text = value(t, ctx, chromedp.Evaluate[string](`document.querySelector('main time[datetime]').textContent`))
+		iso = value(t, ctx, chromedp.Evaluate[string](`document.querySelector('main time[datetime]').getAttribute('datetime')`))
+		title = value(t, ctx, chromedp.Evaluate[string](`document.querySelector('main time[datetime]').getAttribute('title') || ''`))
+		return text, iso, title
+	}
+
+	signIn(t, ctx, con.URL+"/login?next=%2Foperations%2F"+op.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("preferences")))
+	light := background()
+	utcText, _, _ := firstTime()
+	require.True(t, strings.HasSuffix(utcText, "UTC"), utcText)
+
+	run(t, ctx,
+		chromedp.SetValue(testID("pref-theme"), "dark"),
+		chromedp.SetValue(testID("pref-times"), "local"),
+		chromedp.Click(testID("pref-apply")),
+		chromedp.WaitVisible(`html[data-theme="dark"][data-times="local"]`),
+		chromedp.WaitVisible(`main time[data-local="1"]`),
+	)
+	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+op.ID, "back on the same page")
+	assert.Equal(t, "rgb(20, 24, 29)", background(), "the dark palette's background")
+	assert.NotEqual(t, light, background())
+	text, iso, title := firstTime()
+	at, err := time.Parse(time.RFC3339Nano, iso)
+	require.NoError(t, err)
+	tokyo := at.In(time.FixedZone("JST", 9*3600)).Format("2006-01-02 15:04:05")
+	assert.True(t, strings.HasPrefix(text, tokyo), "%q is %s in Tokyo", text, tokyo)
+	assert.True(t, strings.HasSuffix(text, "GMT+9"), text)
+	assert.Equal(t, utcText, title, "the UTC time stays in the title")
+
+	run(t, ctx,
+		chromedp.SetValue(testID("pref-theme"), ""),
+		chromedp.SetValue(testID("pref-times"), "utc"),
+		chromedp.Click(testID("pref-apply")),
+		chromedp.WaitVisible(`html:not([data-theme]):not([data-times])`),
+	)
+	assert.Equal(t, light, background(), "the system's scheme again")
+	text, _, _ = firstTime()
+	assert.Equal(t, utcText, text)
+}
