@@ -74,3 +74,50 @@ func TestBrowserPreferences(t *testing.T) {
 	text, _, _ = firstTime()
 	assert.Equal(t, utcText, text)
 }
+
+// The keyboard: j and k mark reviews in the queue, Enter opens the marked one, a letter opens
+// a decision's form at its reason (and deciding still needs the reason and a click), "?"
+// shows the shortcuts. A letter typed into the reason is text, not a shortcut.
+func TestBrowserKeyboard(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.SQLite, consoletest.Options{})
+	con.Tenant(t, "acme")
+	first := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1", Tool: "refunds.issue",
+		Params: `{"amount_cents":1999,"currency":"EUR","order_id":"1"}`, Unknown: true, Review: true})
+	con.Clock.Advance(time.Minute)
+	second := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-2", Tool: "refunds.issue",
+		Params: `{"amount_cents":2999,"currency":"EUR","order_id":"2"}`, Unknown: true, Review: true})
+	pw := con.User(t, "rita@example.com", models.RoleReviewer)
+	marked := func() string {
+		return value(t, ctx, chromedp.Evaluate[string](`(document.querySelector('[data-testid="review-row"].is-marked') || {}).dataset?.operationId || ""`))
+	}
+	key := func(k string) chromedp.Action[chromedp.Void] { return chromedp.KeyEvent(k) }
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("review-table")), key("j"))
+	assert.Equal(t, first.ID, marked(), "the oldest review first")
+	run(t, ctx, key("j"))
+	assert.Equal(t, second.ID, marked())
+	run(t, ctx, key("j"))
+	assert.Equal(t, second.ID, marked(), "the last stays marked")
+	run(t, ctx, key("k"))
+	assert.Equal(t, first.ID, marked())
+
+	run(t, ctx, key("\r"), chromedp.WaitVisible(testID("action-panel")))
+	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+first.ID)
+
+	run(t, ctx, key("f"))
+	focused := value(t, ctx, chromedp.Evaluate[string](`document.activeElement.dataset.testid || ""`))
+	assert.Equal(t, "action-reason-mark_failed", focused, "f opens mark failed at its reason")
+	run(t, ctx, key("s"))
+	assert.True(t, strings.HasSuffix(value(t, ctx, chromedp.Evaluate[string](`document.activeElement.value`)), "s"), "typed into the reason")
+	assert.False(t, value(t, ctx, chromedp.Evaluate[bool](`document.querySelector('details[data-action="confirm_succeeded"]').open`)),
+		"s in the reason is text, not the confirm-succeeded shortcut")
+	op, err := con.Ledger.Get(t.Context(), "acme", first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, models.StateUnknown, op.State, "no key decided anything")
+
+	run(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), key("?"))
+	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.getElementById('shortcuts').open`)), "? shows the shortcuts")
+}

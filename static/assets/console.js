@@ -139,6 +139,97 @@
     }
   });
 
+  // Keyboard (issue 19): "?" shows the shortcuts; in the review queue j and k move between
+  // reviews and Enter opens the one marked; on an operation's page a letter opens a decision's
+  // form at its reason, which must still be written: no key decides anything by itself. Keys
+  // typed into a field, or with a modifier, are left alone.
+  var DECISIONS = {
+    s: "confirm_succeeded", n: "confirm_not_executed", f: "mark_failed", l: "reconcile_now",
+    a: "approve", x: "reject", p: "propose_compensation"
+  };
+  var marked = null; // the review id marked in the queue, kept across its refreshes
+
+  function rows() {
+    return document.querySelectorAll('[data-testid="review-row"]');
+  }
+  function mark(delta) {
+    var list = rows();
+    if (list.length === 0) {
+      return;
+    }
+    var at = -1;
+    for (var i = 0; i < list.length; i++) {
+      if (list[i].getAttribute("data-review-id") === marked) {
+        at = i;
+      }
+    }
+    at = at < 0 ? 0 : Math.min(list.length - 1, Math.max(0, at + delta));
+    for (var j = 0; j < list.length; j++) {
+      list[j].classList.toggle("is-marked", j === at);
+      list[j].removeAttribute("aria-current");
+    }
+    list[at].setAttribute("aria-current", "true");
+    marked = list[at].getAttribute("data-review-id");
+    list[at].scrollIntoView({ block: "nearest" });
+  }
+  function open(name) {
+    var action = document.querySelector('details[data-action="' + name + '"]');
+    if (!action) {
+      return false;
+    }
+    action.open = true;
+    var reason = action.querySelector("textarea, input[type=text]");
+    if (reason) {
+      reason.focus();
+    }
+    return true;
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) {
+      return;
+    }
+    var t = ev.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
+      return;
+    }
+    var help = document.getElementById("shortcuts");
+    if (ev.key === "?" && help && help.showModal) {
+      ev.preventDefault();
+      if (help.open) {
+        help.close();
+      } else {
+        help.showModal();
+      }
+      return;
+    }
+    if (rows().length > 0) {
+      if (ev.key === "j" || ev.key === "k") {
+        ev.preventDefault();
+        mark(ev.key === "j" ? 1 : -1);
+        return;
+      }
+      if (ev.key === "Enter" && marked) {
+        var link = document.querySelector('[data-review-id="' + marked + '"] [data-testid="review-operation-link"]');
+        if (link) {
+          ev.preventDefault();
+          window.location.assign(link.getAttribute("href"));
+        }
+        return;
+      }
+    }
+    if (Object.prototype.hasOwnProperty.call(DECISIONS, ev.key) && open(DECISIONS[ev.key])) {
+      ev.preventDefault();
+    }
+  });
+  // The queue's refresh swaps the list: mark the same review again.
+  new MutationObserver(function () {
+    if (marked && document.querySelector('[data-review-id="' + marked + '"]:not(.is-marked)')) {
+      mark(0);
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+
+  // The review queue's refresh (below) ends this script early on pages without a queue: what
+  // every page needs stays above it.
   var SELECTOR = "[data-auto-refresh]";
   var timer = null;
 
