@@ -122,6 +122,10 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice
+	// A version that cannot be read leaves the page as it is, without live updates.
+	if ver, err := h.Ledger.OperationVersion(c.Request().Context(), v.Scope, rec.Op.ID); err == nil {
+		p.LiveVersion, p.LiveSrc = ver, OperationHref(rec.Op.ID)+"/version"
+	}
 	panel := h.actionPanel(v, rec, now, refused)
 	p.Actions = views.ActionsPanel(panel)
 	return renderPage(c, status, views.Operation(p))
@@ -144,4 +148,23 @@ func (h *Console) Workflow(c echo.Context) error {
 	}
 	p := views.WorkflowPage{Page: h.page(c, v, "Workflow "+runID, views.NavOperations), RunID: runID, Rows: operationRows(ops, h.now())}
 	return renderPage(c, http.StatusOK, views.Workflow(p))
+}
+
+// OperationVersion answers the operation page's question "has it changed?" with the
+// operation's current version (models.Ledger.OperationVersion), as plain text.
+func (h *Console) OperationVersion(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	id, err := url.PathUnescape(c.Param("id"))
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	ver, err := h.Ledger.OperationVersion(c.Request().Context(), v.Scope, id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.String(http.StatusOK, ver)
 }

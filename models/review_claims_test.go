@@ -82,3 +82,34 @@ func TestReviewClaims(t *testing.T) {
 		assert.Len(t, entries, 2, "each claim is audited")
 	})
 }
+
+// An operation's version changes with what the console shows of it, and is not there for a
+// scope without its tenant.
+func TestOperationVersion(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		ctx := context.Background()
+		db := testdb.Open(t, d)
+		l, _, c := webhookSetup(t, d, db)
+		in := newOp(c, "payout")
+		in.NeedsApproval = true
+		s, err := l.Submit(ctx, in)
+		require.NoError(t, err)
+		before, err := l.OperationVersion(ctx, models.OnlyTenants("acme"), s.Op.ID)
+		require.NoError(t, err)
+		again, err := l.OperationVersion(ctx, models.OnlyTenants("acme"), s.Op.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before, again, "nothing changed")
+		// An approval of two adds an event and leaves the row as it was.
+		_, err = l.Approve(ctx, models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: s.Op.ID,
+			Actor: "user:ann@example.com", Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 2, time.Hour)
+		require.NoError(t, err)
+		after, err := l.OperationVersion(ctx, models.OnlyTenants("acme"), s.Op.ID)
+		require.NoError(t, err)
+		assert.NotEqual(t, before, after, "a first approval changes what the page shows")
+		_, err = l.OperationVersion(ctx, models.OnlyTenants("other"), s.Op.ID)
+		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
+		_, err = l.OperationVersion(ctx, models.AllTenants(), "op_missing")
+		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
+	})
+}

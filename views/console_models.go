@@ -144,7 +144,12 @@ type SearchPage struct {
 
 // OperationPage is one operation in full.
 type OperationPage struct {
-	Page          Page
+	Page Page
+	// LiveVersion is the operation's version as rendered, and LiveSrc where console.js asks for
+	// the current one: when they differ, the page shows itself again (or says so, if a form
+	// holds typed text).
+	LiveVersion   string
+	LiveSrc       string
 	Op            OperationRow
 	Fingerprint   string
 	DownstreamKey string // the key sent downstream (SPEC §1)

@@ -121,3 +121,41 @@ func TestBrowserKeyboard(t *testing.T) {
 	run(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), key("?"))
 	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.getElementById('shortcuts').open`)), "? shows the shortcuts")
 }
+
+// The operation page shows itself again when its operation changes, unless the reviewer is
+// writing in it: then it says so and keeps the text.
+func TestBrowserLiveOperationPage(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.SQLite, consoletest.Options{})
+	con.Tenant(t, "acme")
+	seed := func(key string) *models.Operation {
+		return con.Operation(t, consoletest.Seed{Tenant: "acme", Key: key, Tool: "refunds.issue",
+			Params: `{"amount_cents":1999,"currency":"EUR","order_id":"` + key + `"}`, Unknown: true, Review: true})
+	}
+	quiet, busy := seed("order-1"), seed("order-2")
+	pw := con.User(t, "rita@example.com", models.RoleReviewer)
+	decide := func(op *models.Operation) {
+		_, err := con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
+			Actor: "user:ravi@example.com", Reason: "the bank has no record", ExpectedState: models.StateUnknown,
+			ExpectedAttempts: op.Attempts})
+		require.NoError(t, err)
+	}
+
+	signIn(t, ctx, con.URL+"/login?next=%2Foperations%2F"+quiet.ID, "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="UNKNOWN"]`))
+	decide(quiet) // another reviewer decides meanwhile
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`))
+
+	run(t, ctx,
+		chromedp.Navigate(con.URL+"/operations/"+busy.ID),
+		chromedp.WaitVisible(testID("action-open-mark_failed")),
+		chromedp.Click(testID("action-open-mark_failed")),
+		chromedp.SendKeys(testID("action-reason-mark_failed"), "Checked with the bank: no refu"),
+	)
+	decide(busy)
+	run(t, ctx, chromedp.WaitVisible(testID("live-changed")))
+	assert.Equal(t, "Checked with the bank: no refu", value(t, ctx, chromedp.Value(testID("action-reason-mark_failed"))),
+		"the half-typed reason is kept")
+	assert.Contains(t, value(t, ctx, chromedp.Text(`[data-testid="operation"]`)), "UNKNOWN", "not reloaded under the writer")
+}

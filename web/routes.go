@@ -68,6 +68,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET("/reviews/list", con.ReviewList, signedIn...)
 	e.GET("/operations", con.Operations, signedIn...)
 	e.GET("/operations/:id", con.Operation, signedIn...)
+	e.GET("/operations/:id/version", con.OperationVersion, signedIn...)
 	e.GET("/workflows/:run", con.Workflow, signedIn...)
 	e.POST("/operations/:id/actions/confirm_succeeded", con.ConfirmSucceeded, reviewer...)
 	e.POST("/operations/:id/actions/confirm_not_executed", con.ConfirmNotExecuted, reviewer...)

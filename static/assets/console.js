@@ -228,6 +228,56 @@
     }
   }).observe(document.body, { childList: true, subtree: true });
 
+  // Live operation page (issue 19): every few seconds the page asks whether its operation
+  // changed (data-live-src answers its version); when it did, the page shows itself again,
+  // unless a form on it holds typed text or has focus: then it says so once and keeps the text
+  // (a decision sent on a stale page is refused by the server anyway).
+  var live = document.querySelector("[data-live-src]");
+  if (live && window.fetch) {
+    var liveTimer = null;
+    var told = false;
+    var check = function () {
+      window.fetch(live.getAttribute("data-live-src"), {
+        credentials: "same-origin",
+        redirect: "manual",
+        headers: { Accept: "text/plain", "X-Idemgate-Background": "1" }
+      })
+        .then(function (res) {
+          if (res.type === "opaqueredirect" || !res.ok) {
+            return null; // signed out, or gone: stop asking
+          }
+          return res.text();
+        })
+        .then(function (version) {
+          if (version === null) {
+            return;
+          }
+          if (version.trim() !== live.getAttribute("data-live-version")) {
+            var main = document.querySelector("main");
+            if (!main || !busy(main)) {
+              window.location.reload();
+              return;
+            }
+            if (!told) {
+              told = true;
+              var note = document.createElement("p");
+              note.className = "notice notice--warning";
+              note.setAttribute("role", "status");
+              note.setAttribute("data-testid", "live-changed");
+              note.textContent = "This operation changed while you were writing. Your text is kept; reload to see the change before you decide.";
+              live.parentNode.insertBefore(note, live);
+            }
+          }
+          liveTimer = window.setTimeout(check, LIVE_MS);
+        })
+        .catch(function () {
+          liveTimer = window.setTimeout(check, LIVE_MS);
+        });
+    };
+    var LIVE_MS = parseInt(live.getAttribute("data-live-ms") || "3000", 10);
+    liveTimer = window.setTimeout(check, LIVE_MS);
+  }
+
   // The review queue's refresh (below) ends this script early on pages without a queue: what
   // every page needs stays above it.
   var SELECTOR = "[data-auto-refresh]";
