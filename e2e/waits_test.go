@@ -21,14 +21,23 @@ import (
 // timeout of slowTickets' tickets.create.
 const slow = 3 * time.Second
 
-// slowTickets starts a gateway whose tickets.create waits 30 s for the downstream, so that a
-// ticket held for slow is slow, not timed out.
+// slowTickets starts a gateway whose tickets.create and tickets.close wait 30 s for the
+// downstream, so that a ticket held for slow is slow, not timed out.
 func slowTickets(t *testing.T, d models.Dialect) *gatewaytest.Gateway {
 	t.Helper()
-	tools := strings.Replace(gatewaytest.Tools, "url: \"{{SANDBOX}}/tickets\"\n      timeout: 1s",
-		"url: \"{{SANDBOX}}/tickets\"\n      timeout: 30s", 1)
-	require.NotEqual(t, gatewaytest.Tools, tools, "tickets.create's timeout was found")
-	return gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: tools})
+	return gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: slowTicketTools(t)})
+}
+
+// slowTicketTools is gatewaytest's tools file with 30 s timeouts for the ticket tools.
+func slowTicketTools(t *testing.T) string {
+	t.Helper()
+	tools := gatewaytest.Tools
+	for _, url := range []string{`"{{SANDBOX}}/tickets"`, `"{{SANDBOX}}/tickets/{{.Params.ticket_id}}/close"`} {
+		longer := strings.Replace(tools, "url: "+url+"\n      timeout: 1s", "url: "+url+"\n      timeout: 30s", 1)
+		require.NotEqual(t, tools, longer, "the timeout of %s was found", url)
+		tools = longer
+	}
+	return tools
 }
 
 // requireRetryAfter checks that Retry-After is a positive number of seconds.

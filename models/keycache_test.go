@@ -25,7 +25,8 @@ func TestAuthenticationIsRememberedBriefly(t *testing.T) {
 
 		first, err := l.Authenticate(ctx, k.Secret)
 		require.NoError(t, err)
-		assert.Equal(t, []string{"SELECT"}, tallyOf(rec.take()).outside, "a cold key is read once")
+		assert.Equal(t, []string{"SELECT", "UPDATE"}, tallyOf(rec.take()).outside,
+			"a cold key is read once, and its first use in the minute noted (APIKey.LastUsedAt)")
 		again, err := l.Authenticate(ctx, k.Secret)
 		require.NoError(t, err)
 		assert.Empty(t, rec.take(), "a warm key costs no round trip")

@@ -96,7 +96,7 @@ func TestUnknownAfterAnEarlierReviewIsEscalated(t *testing.T) {
 
 		// A reviewer finds that the email was not sent: back to PENDING, retried.
 		act := reviewer(s, id, "mail log shows nothing")
-		act.ExpectedState = models.StateUnknown
+		act.ExpectedState, act.ExpectedAttempts = models.StateUnknown, 1 // what the reviewer saw
 		_, err := s.ledger.ConfirmNotExecuted(context.Background(), act)
 		require.NoError(t, err)
 		s.waitRow(t, id, "the retry to end UNKNOWN again", 30*time.Second, func(op *models.Operation) bool {
