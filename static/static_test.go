@@ -48,7 +48,7 @@ func TestHandlerServesHashedFile(t *testing.T) {
 	body, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	assert.Contains(t, string(body), ".badge--unknown")
-	assert.Contains(t, string(body), "prefers-color-scheme: dark")
+	assert.Contains(t, string(body), "light-dark(", "one palette for both schemes")
 
 	etag := res.Header.Get("ETag")
 	require.NotEmpty(t, etag)

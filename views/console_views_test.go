@@ -61,12 +61,17 @@ func withScripts(p views.Page) views.Page {
 	return p
 }
 
-func TestLayoutLoadsScriptsOnlyWhenAsked(t *testing.T) {
+// A signed-out page loads no script; a signed-in one loads console.js once (its keyboard
+// shortcuts work everywhere), whether or not the page asked for it too.
+func TestLayoutScripts(t *testing.T) {
 	t.Parallel()
-	out := render(t, views.Layout(rita, templ.NopComponent))
+	out := render(t, views.Layout(views.Page{Title: "Sign in"}, templ.NopComponent))
 	assert.NotContains(t, out, "<script")
-	out = render(t, views.Layout(withScripts(rita), templ.NopComponent))
-	assert.Contains(t, out, `<script src="`+static.Path("console.js")+`" defer></script>`)
+	tag := `<script src="` + static.Path("console.js") + `" defer></script>`
+	for _, p := range []views.Page{rita, withScripts(rita)} {
+		out = render(t, views.Layout(p, templ.NopComponent))
+		assert.Equal(t, 1, strings.Count(out, tag), out)
+	}
 }
 
 func TestReviewListRefreshesFromItsFragment(t *testing.T) {
