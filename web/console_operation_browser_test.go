@@ -315,7 +315,7 @@ func TestBrowserSmallTruths(t *testing.T) {
 	signIn(t, ctx, page, "ada@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("action-panel")))
 	stale := newTab(t, ctx)
-	run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-panel")))
+	run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-panel")), pauseLive)
 	decide(t, ctx, models.ActionConfirmSucceeded, "R-5050 is in the payment system.", [2]string{"action-reference-confirm_succeeded", "R-5050"})
 
 	// The tab left open decides too: refused, and back on the operation's own address.

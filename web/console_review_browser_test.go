@@ -32,6 +32,10 @@ func newTab(t *testing.T, ctx context.Context) context.Context {
 	return tab
 }
 
+// pauseLive stops the operation page's live check in a tab, as a tab that is offline or
+// between its checks: the stale-tab tests need a page that does not show itself again.
+var pauseLive = chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-live-src]')?.removeAttribute('data-live-src')`)
+
 // otherPerson opens a tab in a browser context of its own (cookies and all), for a second
 // reviewer at another desk. ctx must have run an action already.
 func otherPerson(t *testing.T, ctx context.Context) context.Context {
@@ -127,7 +131,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 
 	// The same page in a second tab, left open while the first decides.
 	stale := newTab(t, ctx)
-	run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-panel")))
+	run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-panel")), pauseLive)
 
 	run(t, ctx,
 		chromedp.Click(testID("action-open-confirm_succeeded")),
@@ -204,7 +208,7 @@ func TestBrowserApprovals(t *testing.T) {
 		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
 		assert.Equal(t, "0 of 2 approvals", value(t, rita, chromedp.Text(testID("approvals-count"))))
 		stale := newTab(t, rita)
-		run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-open-approve")))
+		run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-open-approve")), pauseLive)
 
 		decide(t, rita, models.ActionApprove, "Order and amount match.")
 		assert.Contains(t, value(t, rita, chromedp.Text(testID("notice"))), "Approval recorded: 1 of 2.")
