@@ -122,8 +122,8 @@ func TestBrowserKeyboard(t *testing.T) {
 	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.getElementById('shortcuts').open`)), "? shows the shortcuts")
 }
 
-// The operation page shows itself again when its operation changes, unless the reviewer is
-// writing in it: then it says so and keeps the text.
+// The operation page says when its operation changed, with a link to it as it is now, and
+// keeps what the reviewer was writing.
 func TestBrowserLiveOperationPage(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -145,7 +145,8 @@ func TestBrowserLiveOperationPage(t *testing.T) {
 	signIn(t, ctx, con.URL+"/login?next=%2Foperations%2F"+quiet.ID, "rita@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="UNKNOWN"]`))
 	decide(quiet) // another reviewer decides meanwhile
-	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`))
+	run(t, ctx, chromedp.WaitVisible(testID("live-changed")), chromedp.Click(testID("live-reload")),
+		chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`))
 
 	run(t, ctx,
 		chromedp.Navigate(con.URL+"/operations/"+busy.ID),

@@ -229,9 +229,9 @@
   }).observe(document.body, { childList: true, subtree: true });
 
   // Live operation page (issue 19): every few seconds the page asks whether its operation
-  // changed (data-live-src answers its version); when it did, the page shows itself again,
-  // unless a form on it holds typed text or has focus: then it says so once and keeps the text
-  // (a decision sent on a stale page is refused by the server anyway).
+  // changed (data-live-src answers its version); when it did, it says so once, with a link to
+  // the page as it is now, and keeps whatever was typed (a decision sent on a stale page is
+  // refused by the server anyway).
   var live = document.querySelector("[data-live-src]");
   if (live && window.fetch) {
     var liveTimer = null;
@@ -255,21 +255,21 @@
           if (version === null) {
             return;
           }
-          if (version.trim() !== live.getAttribute("data-live-version")) {
-            var main = document.querySelector("main");
-            if (!main || !busy(main)) {
-              window.location.reload();
-              return;
-            }
-            if (!told) {
-              told = true;
-              var note = document.createElement("p");
-              note.className = "notice notice--warning";
-              note.setAttribute("role", "status");
-              note.setAttribute("data-testid", "live-changed");
-              note.textContent = "This operation changed while you were writing. Your text is kept; reload to see the change before you decide.";
-              live.parentNode.insertBefore(note, live);
-            }
+          if (version.trim() !== live.getAttribute("data-live-version") && !told) {
+            // Said, not done: a reload under the person (or under a navigation they started)
+            // would lose what they were reading or typing.
+            told = true;
+            var note = document.createElement("p");
+            note.className = "notice notice--warning";
+            note.setAttribute("role", "status");
+            note.setAttribute("data-testid", "live-changed");
+            note.textContent = "This operation changed since this page was shown. What you typed is kept. ";
+            var again = document.createElement("a");
+            again.href = window.location.pathname;
+            again.textContent = "Show it as it is now";
+            again.setAttribute("data-testid", "live-reload");
+            note.appendChild(again);
+            live.parentNode.insertBefore(note, live);
           }
           liveTimer = window.setTimeout(check, LIVE_MS);
         })
