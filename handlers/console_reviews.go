@@ -180,11 +180,7 @@ func claimOptions(selected string) []views.Option {
 // queueClaimAndDeadline says who has taken the review and, for an approval, when its window
 // closes: soon (within the warning time, when review.expiring goes out) is marked.
 func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueItem, v *Viewer, now time.Time) {
-	holder := ""
-	if it.ClaimedBy != nil && it.ClaimedUntil != nil && it.ClaimedUntil.After(now) {
-		holder = *it.ClaimedBy
-	}
-	switch {
+	switch holder := it.ClaimHolder(now); {
 	case holder == "":
 		row.ClaimFree = true
 	case holder == v.Actor():
@@ -197,7 +193,7 @@ func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueIte
 	if it.State != models.StateAwaitingApproval || !known {
 		return
 	}
-	left := it.OpCreatedAt.Add(tool.Review.ApprovalTTL).Sub(now)
+	left := models.LapsesAt(it.OpCreatedAt, tool.Review.ApprovalTTL).Sub(now)
 	warn := h.ApprovalWarning
 	if warn == 0 {
 		warn = jobs.DefaultApprovalWarning

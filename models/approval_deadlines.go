@@ -7,9 +7,9 @@ import (
 	"gorm.io/gorm"
 )
 
-// LapsesAt is when op, awaiting approval under a window of ttl, lapses: the window runs from
-// the operation's creation, as LapseApprovals measures it.
-func LapsesAt(op *Operation, ttl time.Duration) time.Time { return op.CreatedAt.Add(ttl) }
+// LapsesAt is when an operation created at created, awaiting approval under a window of ttl,
+// lapses: the window runs from the operation's creation, as LapseApprovals measures it.
+func LapsesAt(created time.Time, ttl time.Duration) time.Time { return created.Add(ttl) }
 
 // WarnExpiringApprovals announces review.expiring, once per review, for operations of tool
 // whose approval window (ttl) closes within warn and has not closed yet. The review's
@@ -41,7 +41,7 @@ func (l *Ledger) WarnExpiringApprovals(ctx context.Context, tool string, ttl, wa
 			if res.RowsAffected != 1 {
 				continue // another sweep warned first
 			}
-			lapses := LapsesAt(op, ttl).UTC()
+			lapses := LapsesAt(op.CreatedAt, ttl).UTC()
 			if err := l.announce(tx, now, op, notice{typ: WebhookReviewExpiring, withReview: true, lapsesAt: &lapses}); err != nil {
 				return nil, err
 			}

@@ -50,13 +50,22 @@ func AnonymousActor(ip string) string { return "anonymous:" + ip }
 // password. A user limited to exactly one tenant is that tenant's entry, so its auditors see it;
 // any other is visible to auditors of every tenant only.
 func (u *User) createdAudit(by Requester) AuditInput {
-	tenants := "every tenant"
+	return by.entry(AuditUserCreate, u.auditTenant(), map[string]any{"email": u.Email, "role": string(u.Role), "tenants": u.tenantsWord()})
+}
+
+// tenantsWord is u's tenants as the audit log spells them: a list, or "every tenant".
+func (u *User) tenantsWord() string {
 	if list := u.TenantList(); list != nil {
-		tenants = strings.Join(list, ",")
+		return strings.Join(list, ",")
 	}
-	tenant := ""
+	return "every tenant"
+}
+
+// auditTenant is the tenant an entry about u belongs to: the one tenant u is limited to, so
+// its auditors see it; "" (auditors of every tenant only) for any other user.
+func (u *User) auditTenant() string {
 	if list := u.TenantList(); len(list) == 1 {
-		tenant = list[0]
+		return list[0]
 	}
-	return by.entry(AuditUserCreate, tenant, map[string]any{"email": u.Email, "role": string(u.Role), "tenants": tenants})
+	return ""
 }

@@ -89,10 +89,10 @@ func (l *Ledger) SignInFederated(ctx context.Context, in FederatedLogin) (*User,
 			Updates(map[string]any{"email": u.Email, "role": u.Role, "tenants": u.Tenants}).Error; err != nil {
 			return nil, err
 		}
-		_, err = l.appendAudit(tx, now, by.entry(AuditUserUpdate, "", map[string]any{
+		_, err = l.appendAudit(tx, now, by.entry(AuditUserUpdate, u.auditTenant(), map[string]any{
 			"user": u.ID, "issuer": in.Issuer,
-			"from": map[string]any{"email": before.Email, "role": string(before.Role), "tenants": tenantsWord(&before)},
-			"to":   map[string]any{"email": u.Email, "role": string(u.Role), "tenants": tenantsWord(&u)},
+			"from": map[string]any{"email": before.Email, "role": string(before.Role), "tenants": before.tenantsWord()},
+			"to":   map[string]any{"email": u.Email, "role": string(u.Role), "tenants": u.tenantsWord()},
 		}))
 		return nil, err
 	})
@@ -121,12 +121,4 @@ func (l *Ledger) useSSOState(ctx context.Context, issuer, state string, now time
 		return unavailable("record sign-in state", err)
 	}
 	return nil
-}
-
-// tenantsWord is a user's tenants as the audit log spells them.
-func tenantsWord(u *User) string {
-	if list := u.TenantList(); list != nil {
-		return strings.Join(list, ",")
-	}
-	return "every tenant"
 }

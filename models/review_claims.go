@@ -89,15 +89,26 @@ func (l *Ledger) changeClaim(ctx context.Context, s Scope, by Requester, tenant,
 
 // claimedByOther reports whether someone other than actor holds a live claim on r at now.
 func (r *Review) claimedByOther(actor string, now time.Time) bool {
-	return r.ClaimedBy != nil && *r.ClaimedBy != actor && r.ClaimedUntil != nil && r.ClaimedUntil.After(now)
+	holder := r.ClaimHolder(now)
+	return holder != "" && holder != actor
 }
 
 // ClaimHolder is who holds a live claim on r at now, or "".
 func (r *Review) ClaimHolder(now time.Time) string {
-	if r.ClaimedBy == nil || r.ClaimedUntil == nil || !r.ClaimedUntil.After(now) {
+	return claimHolder(r.ClaimedBy, r.ClaimedUntil, now)
+}
+
+// ClaimHolder is who holds a live claim on the item's review at now, or "".
+func (it *QueueItem) ClaimHolder(now time.Time) string {
+	return claimHolder(it.ClaimedBy, it.ClaimedUntil, now)
+}
+
+// claimHolder is the one rule of a claim's life: it holds until its time, not after.
+func claimHolder(by *string, until *time.Time, now time.Time) string {
+	if by == nil || until == nil || !until.After(now) {
 		return ""
 	}
-	return *r.ClaimedBy
+	return *by
 }
 
 // ActorName is how an actor reads on a page: a person by their email, without the "user:"

@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"gorm.io/gorm"
 )
@@ -73,14 +72,8 @@ func (l *Ledger) ChangeUser(ctx context.Context, s Scope, by Requester, id strin
 	default:
 		return nil, errorf(CodeInvalid, "nothing to change")
 	}
-	tenant := ""
-	if list := u.TenantList(); len(list) == 1 {
-		tenant = list[0]
-	}
-	detail["tenants"] = "every tenant"
-	if list := u.TenantList(); list != nil {
-		detail["tenants"] = strings.Join(list, ",")
-	}
+	tenant := u.auditTenant()
+	detail["tenants"] = u.tenantsWord()
 	err = l.txn(ctx, "change user "+u.ID, func(tx *gorm.DB) ([]string, error) {
 		res := tx.Model(&User{}).Where("id = ?", u.ID).Updates(fields)
 		if res.Error != nil {

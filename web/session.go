@@ -279,51 +279,44 @@ func (m *sessionManager) SignOut(c echo.Context) error {
 }
 
 // SetFlash keeps f in the session for the next page.
-func (m *sessionManager) SetFlash(c echo.Context, f handlers.Flash) {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return // a Flash of strings always marshals
-	}
-	rs := session(c)
-	rs.s.Values[valFlash], rs.dirty = string(b), true
-}
+func (m *sessionManager) SetFlash(c echo.Context, f handlers.Flash) { session(c).keep(valFlash, f) }
 
 // TakeFlash returns the kept flash and removes it from the session.
 func (m *sessionManager) TakeFlash(c echo.Context) (handlers.Flash, bool) {
-	rs := session(c)
-	raw, _ := rs.s.Values[valFlash].(string)
-	if raw == "" {
-		return handlers.Flash{}, false
-	}
-	delete(rs.s.Values, valFlash)
-	rs.dirty = true
 	var f handlers.Flash
-	return f, json.Unmarshal([]byte(raw), &f) == nil
+	return f, session(c).take(valFlash, &f)
 }
 
 // SetPendingSSO keeps a single sign-on's state, nonce and PKCE verifier in the encrypted
 // cookie until the provider sends the browser back.
-func (m *sessionManager) SetPendingSSO(c echo.Context, p sso.Pending) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return // a Pending of strings always marshals
-	}
-	rs := session(c)
-	rs.s.Values[valSSO], rs.dirty = string(b), true
-}
+func (m *sessionManager) SetPendingSSO(c echo.Context, p sso.Pending) { session(c).keep(valSSO, p) }
 
 // TakePendingSSO returns the pending single sign-on and removes it from the session: a
 // callback is good once.
 func (m *sessionManager) TakePendingSSO(c echo.Context) (sso.Pending, bool) {
-	rs := session(c)
-	raw, _ := rs.s.Values[valSSO].(string)
-	if raw == "" {
-		return sso.Pending{}, false
-	}
-	delete(rs.s.Values, valSSO)
-	rs.dirty = true
 	var p sso.Pending
-	return p, json.Unmarshal([]byte(raw), &p) == nil
+	return p, session(c).take(valSSO, &p)
+}
+
+// keep stores v, a struct of strings, as JSON under key until take reads it.
+func (rs *requestSession) keep(key string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return // the values kept are structs of strings and numbers: they always marshal
+	}
+	rs.s.Values[key], rs.dirty = string(b), true
+}
+
+// take reads the value kept under key into v and removes it; false when none was kept (or
+// it no longer reads, after an upgrade changed its type).
+func (rs *requestSession) take(key string, v any) bool {
+	raw, _ := rs.s.Values[key].(string)
+	if raw == "" {
+		return false
+	}
+	delete(rs.s.Values, key)
+	rs.dirty = true
+	return json.Unmarshal([]byte(raw), v) == nil
 }
 
 // randomToken returns 32 random bytes, url-safe base64.
