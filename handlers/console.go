@@ -82,6 +82,25 @@ type Flash struct {
 	Why     string            `json:"why,omitempty"`
 }
 
+// BackgroundHeader marks requests a page makes by itself (the review queue's refresh, the
+// operation page's live update): they do not count as activity, so an unattended page still
+// signs out after the idle timeout, and they take no one-time message meant for the person.
+const BackgroundHeader = "X-Idemgate-Background"
+
+// inBackground says whether the request was made by a page by itself (BackgroundHeader).
+func inBackground(c echo.Context) bool {
+	return c.Request().Header.Get(BackgroundHeader) != ""
+}
+
+// takeFlash takes the one-time message waiting for the person, unless the page asks by
+// itself (its live update): the message stays for the person's own next page.
+func (h *Console) takeFlash(c echo.Context) (Flash, bool) {
+	if inBackground(c) {
+		return Flash{}, false
+	}
+	return h.Sessions.TakeFlash(c)
+}
+
 // Viewer is the signed-in console user.
 type Viewer struct {
 	ID        string

@@ -37,7 +37,7 @@ func (h *Console) Admin(c echo.Context) error {
 	now := h.now()
 	p := views.AdminPage{Page: h.page(c, v, "Admin", views.NavAdmin), MayCreateTenants: v.Scope.Unlimited(),
 		TenantOptions: options(tenantNames(tenants), ""), Roles: roleOptions()}
-	if f, ok := h.Sessions.TakeFlash(c); ok {
+	if f, ok := h.takeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}
 		if f.Secret != "" {
 			p.NewKey = &views.NewKeyInfo{Tenant: f.Tenant, Principal: f.Principal, Tools: f.Tools, Secret: f.Secret}

@@ -37,7 +37,7 @@ func (h *Console) AuditLog(c echo.Context) error {
 	f.Before, _ = strconv.ParseInt(q.Get("before"), 10, 64)
 	p := views.AuditPage{Page: h.page(c, v, "Audit log", views.NavAudit), Limited: !v.Scope.Unlimited(),
 		Action: f.Action, Actor: f.Actor, Actions: auditActions, Filtered: f.Tenant != "" || f.Action != "" || f.Actor != ""}
-	if fl, ok := h.Sessions.TakeFlash(c); ok {
+	if fl, ok := h.takeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(fl.Kind), Message: fl.Message}
 		if fl.Kind == string(views.NoticeError) {
 			p.Broken, p.Notice = fl.Message, nil

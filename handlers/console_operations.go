@@ -105,7 +105,7 @@ func (h *Console) Operation(c echo.Context) error {
 	}
 	var notice *views.NoticeText
 	var refused *refusedAction
-	if f, ok := h.Sessions.TakeFlash(c); ok {
+	if f, ok := h.takeFlash(c); ok {
 		notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message, NextHref: f.NextHref, NextText: f.NextText}
 		if f.Refused != "" {
 			refused = &refusedAction{Name: f.Refused, Input: f.Input, Message: f.Why}

@@ -50,7 +50,7 @@ func (h *Console) Webhooks(c echo.Context) error {
 	p := views.WebhooksPage{Page: h.page(c, v, "Webhooks", views.NavAdmin), TenantOptions: options(names, ""), MayAllowPrivate: v.Scope.Unlimited(),
 		EventTypes: models.WebhookEventTypes, TenantFilter: options(names, f.Tenant), Operation: f.OperationID,
 		StatusOptions: options([]string{models.DeliveryPending, models.DeliveryDelivered, models.DeliveryDead}, f.Status)}
-	if fl, ok := h.Sessions.TakeFlash(c); ok {
+	if fl, ok := h.takeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(fl.Kind), Message: fl.Message}
 		if fl.Secret != "" {
 			p.NewSecret = &views.NewWebhookSecret{Title: fl.Message, Secret: fl.Secret}

@@ -122,8 +122,10 @@ func TestBrowserKeyboard(t *testing.T) {
 	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.getElementById('shortcuts').open`)), "? shows the shortcuts")
 }
 
-// The operation page says when its operation changed, with a link to it as it is now, and
-// keeps what the reviewer was writing.
+// The operation page updates itself in place when its operation changes (no reload: a marker
+// set in the page survives), and keeps a decision form the reviewer has started: the typed
+// reason stays, the rest of the page shows the new state, and the kept decision, sent, is
+// refused as made on what the page showed before.
 func TestBrowserLiveOperationPage(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -141,22 +143,45 @@ func TestBrowserLiveOperationPage(t *testing.T) {
 			ExpectedAttempts: op.Attempts})
 		require.NoError(t, err)
 	}
+	mark := chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`)
+	sameDocument := func() bool {
+		return value(t, ctx, chromedp.Evaluate[bool](`window.sameDocument === true`))
+	}
 
 	signIn(t, ctx, con.URL+"/login?next=%2Foperations%2F"+quiet.ID, "rita@example.com", pw)
-	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="UNKNOWN"]`))
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="UNKNOWN"]`), mark)
 	decide(quiet) // another reviewer decides meanwhile
-	run(t, ctx, chromedp.WaitVisible(testID("live-changed")), chromedp.Click(testID("live-reload")),
-		chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`))
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`),
+		chromedp.WaitVisible(`[data-testid="live-changed"][data-kept="false"]`))
+	assert.True(t, sameDocument(), "updated in place, not reloaded")
+	assert.Zero(t, value(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="action"]').length`)),
+		"a decided operation offers no decisions any more")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("timeline"))), "the bank has no record", "the timeline has the decision")
 
 	run(t, ctx,
 		chromedp.Navigate(con.URL+"/operations/"+busy.ID),
 		chromedp.WaitVisible(testID("action-open-mark_failed")),
+		mark,
 		chromedp.Click(testID("action-open-mark_failed")),
 		chromedp.SendKeys(testID("action-reason-mark_failed"), "Checked with the bank: no refu"),
 	)
 	decide(busy)
-	run(t, ctx, chromedp.WaitVisible(testID("live-changed")))
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="operation"] [data-state="FAILED_FINAL"]`),
+		chromedp.WaitVisible(`[data-testid="live-changed"][data-kept="true"]`))
+	assert.True(t, sameDocument(), "updated in place, not reloaded")
 	assert.Equal(t, "Checked with the bank: no refu", value(t, ctx, chromedp.Value(testID("action-reason-mark_failed"))),
 		"the half-typed reason is kept")
-	assert.Contains(t, value(t, ctx, chromedp.Text(`[data-testid="operation"]`)), "UNKNOWN", "not reloaded under the writer")
+
+	run(t, ctx, chromedp.SendKeys(testID("action-reason-mark_failed"), "nd"), chromedp.Click(testID("action-submit-mark_failed")),
+		chromedp.WaitVisible(testID("notice")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "changed while you were deciding")
+	events, err := con.Ledger.Events(t.Context(), "acme", busy.ID)
+	require.NoError(t, err)
+	decisions := 0
+	for _, e := range events {
+		if e.Detail != nil && strings.Contains(*e.Detail, "no refund") {
+			decisions++
+		}
+	}
+	assert.Zero(t, decisions, "the decision made on the old page was refused, not recorded")
 }

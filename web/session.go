@@ -42,9 +42,9 @@ const (
 	DefaultSessionLifetime = 12 * time.Hour
 )
 
-// BackgroundHeader marks requests a page makes by itself (the review queue's refresh): they do
-// not count as activity, so an unattended page still signs out after the idle timeout.
-const BackgroundHeader = "X-Idemgate-Background"
+// BackgroundHeader marks requests a page makes by itself: they do not count as activity (see
+// handlers.BackgroundHeader).
+const BackgroundHeader = handlers.BackgroundHeader
 
 // echo context keys.
 const (

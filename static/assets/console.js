@@ -229,56 +229,105 @@
   }).observe(document.body, { childList: true, subtree: true });
 
   // Live operation page (issue 19): every few seconds the page asks whether its operation
-  // changed (data-live-src answers its version); when it did, it says so once, with a link to
-  // the page as it is now, and keeps whatever was typed (a decision sent on a stale page is
-  // refused by the server anyway).
+  // changed (data-live-src answers its version). When it did, the page fetches itself and
+  // swaps its parts (data-live-part) in place: the state, the situation, the record. The
+  // decision forms are swapped too unless the person has started one (typed, ticked, or is in
+  // it): then that part stays as it is, and a notice says the page changed around it (a
+  // decision sent on what they saw before is refused by the server, and shown again).
   var live = document.querySelector("[data-live-src]");
-  if (live && window.fetch) {
-    var liveTimer = null;
-    var told = false;
+  if (live && window.fetch && window.DOMParser) {
+    var liveGet = function (url, accept) {
+      return window.fetch(url, {
+        credentials: "same-origin",
+        redirect: "manual",
+        headers: { Accept: accept, "X-Idemgate-Background": "1" }
+      }).then(function (res) {
+        return res.type === "opaqueredirect" || !res.ok ? null : res.text(); // signed out, or gone
+      });
+    };
+    var started = function (part) {
+      if (part.contains(document.activeElement) && document.activeElement !== part) {
+        return true;
+      }
+      return Array.prototype.some.call(part.querySelectorAll("input, textarea, select"), function (el) {
+        if (el.type === "checkbox" || el.type === "radio") {
+          return el.checked !== el.defaultChecked;
+        }
+        if (el.tagName === "SELECT") {
+          return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
+        }
+        return el.type !== "hidden" && el.value !== el.defaultValue;
+      }) || part.querySelector("details[open]") !== null; // a form opened to decide
+
+    };
+    var tell = function (kept) {
+      var note = document.querySelector('[data-testid="live-changed"]');
+      if (!note) {
+        note = document.createElement("p");
+        note.setAttribute("role", "status");
+        note.setAttribute("data-testid", "live-changed");
+        var first = document.querySelector("[data-live-part]");
+        first.parentNode.insertBefore(note, first);
+      }
+      note.textContent = kept
+        ? "This operation changed while you were deciding: the page shows it as it is now, and your unsent decision is kept as you typed it. Read it again before you send it; if what it depends on changed, it will be refused and shown to you again."
+        : "This operation changed: the page shows it as it is now.";
+      note.className = kept ? "notice notice--warning" : "notice";
+      note.setAttribute("data-kept", kept ? "true" : "false");
+    };
+    var swap = function (html, version) {
+      var next = new DOMParser().parseFromString(html, "text/html");
+      var nextLive = next.querySelector("[data-live-src]");
+      if (!nextLive) {
+        return false;
+      }
+      var kept = false;
+      document.querySelectorAll("[data-live-part]").forEach(function (part) {
+        var fresh = next.querySelector('[data-live-part="' + part.getAttribute("data-live-part") + '"]');
+        if (!fresh) {
+          return;
+        }
+        if (part.hasAttribute("data-live-keep-started") && started(part)) {
+          kept = true;
+          return;
+        }
+        part.replaceWith(document.importNode(fresh, true));
+      });
+      live = document.querySelector("[data-live-src]");
+      live.setAttribute("data-live-version", nextLive.getAttribute("data-live-version") || version);
+      document.title = next.title || document.title;
+      localTimes(document);
+      tell(kept);
+      return true;
+    };
+    var LIVE_MS = parseInt(live.getAttribute("data-live-ms") || "3000", 10);
     var check = function () {
       if (!live.hasAttribute("data-live-src")) {
         return; // switched off (a tab the tests keep stale on purpose)
       }
-      window.fetch(live.getAttribute("data-live-src"), {
-        credentials: "same-origin",
-        redirect: "manual",
-        headers: { Accept: "text/plain", "X-Idemgate-Background": "1" }
-      })
-        .then(function (res) {
-          if (res.type === "opaqueredirect" || !res.ok) {
-            return null; // signed out, or gone: stop asking
-          }
-          return res.text();
-        })
+      var seen = live.getAttribute("data-live-version");
+      liveGet(live.getAttribute("data-live-src"), "text/plain")
         .then(function (version) {
           if (version === null) {
-            return;
+            return "stop";
           }
-          if (version.trim() !== live.getAttribute("data-live-version") && !told) {
-            // Said, not done: a reload under the person (or under a navigation they started)
-            // would lose what they were reading or typing.
-            told = true;
-            var note = document.createElement("p");
-            note.className = "notice notice--warning";
-            note.setAttribute("role", "status");
-            note.setAttribute("data-testid", "live-changed");
-            note.textContent = "This operation changed since this page was shown. What you typed is kept. ";
-            var again = document.createElement("a");
-            again.href = window.location.pathname;
-            again.textContent = "Show it as it is now";
-            again.setAttribute("data-testid", "live-reload");
-            note.appendChild(again);
-            live.parentNode.insertBefore(note, live);
+          if (version.trim() === seen) {
+            return "same";
           }
-          liveTimer = window.setTimeout(check, LIVE_MS);
+          return liveGet(window.location.pathname, "text/html").then(function (html) {
+            return html !== null && swap(html, version.trim()) ? "swapped" : "stop";
+          });
+        })
+        .then(function (outcome) {
+          if (outcome !== "stop") {
+            window.setTimeout(check, LIVE_MS);
+          }
         })
         .catch(function () {
-          liveTimer = window.setTimeout(check, LIVE_MS);
+          window.setTimeout(check, LIVE_MS);
         });
     };
-    var LIVE_MS = parseInt(live.getAttribute("data-live-ms") || "3000", 10);
-    liveTimer = window.setTimeout(check, LIVE_MS);
+    window.setTimeout(check, LIVE_MS);
   }
 
   // The review queue's refresh (below) ends this script early on pages without a queue: what
