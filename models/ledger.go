@@ -30,6 +30,8 @@ type Ledger struct {
 	// key is the ledger's own key (Config.Key); data seals sensitive params (Config.DataKeys).
 	key  *fingerprint.Key
 	data *datakey.Keyring
+	// keyPlan decides how PostgreSQL plans the key look-up (see keyPlan).
+	keyPlan keyPlan
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger

@@ -20,11 +20,12 @@ func (l *Ledger) GetByKey(ctx context.Context, tenant, key string) (*Operation, 
 
 var (
 	getOperation = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND id = ?")
-	// The key look-up answers every replay. It is planned for the values it is given, each
-	// time (customPlan): a plan PostgreSQL cached once per connection and reused while the
+	// The key look-up answers every replay. While the ledger is young it is planned for the
+	// values it is given, each time: a plan PostgreSQL cached once per connection while the
 	// ledger was empty scans every operation of the tenant through another index on tenant,
-	// and stays until an ANALYZE invalidates it. See docs/PERFORMANCE.md, The replay's plan.
-	getOperationByKey = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND op_key = ?").planned()
+	// and stays until an ANALYZE invalidates it (see keyPlan; docs/PERFORMANCE.md, The
+	// replay's plan).
+	getOperationByKey = newRowQuery("SELECT " + operationColumns + " FROM operations WHERE tenant = ? AND op_key = ?").plannedWhileYoung()
 	// watchOperation marks an operation as watched by a waiter of another process, returning
 	// it as it stands once the mark is committed (see Watch).
 	watchOperation = newRowQuery("UPDATE operations SET watched = TRUE WHERE tenant = ? AND id = ? AND NOT watched RETURNING " + operationColumns)

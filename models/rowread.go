@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -16,14 +17,15 @@ import (
 type rowQuery struct {
 	portable string // '?' placeholders, for GORM on any engine
 	numbered string // $1, $2, … for pgx
-	// customPlan has PostgreSQL plan the statement for its values at each execution (pgx
-	// sends it as the unnamed statement), never from a plan cached on the connection.
-	customPlan bool
+	// youngPlan has PostgreSQL plan the statement for its values at each execution (pgx
+	// sends it as the unnamed statement) while the operations table is young, never from a
+	// plan cached on the connection (see keyPlan).
+	youngPlan bool
 }
 
-// planned returns q planned afresh at each execution.
-func (q rowQuery) planned() rowQuery {
-	q.customPlan = true
+// plannedWhileYoung returns q planned afresh at each execution while the ledger is young.
+func (q rowQuery) plannedWhileYoung() rowQuery {
+	q.youngPlan = true
 	return q
 }
 
@@ -63,7 +65,7 @@ func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...a
 		if !ok {
 			return errors.New("ledger: the postgres pool does not hold pgx connections")
 		}
-		if q.customPlan {
+		if q.youngPlan && l.keyPlan.perRun(ctx, time.Now(), l.operationsRows) {
 			// The unnamed statement is parsed and planned with its parameters on every
 			// execution (PostgreSQL's choose_custom_plan); the description pgx caches
 			// spares the describe round trip.

@@ -249,6 +249,10 @@ func TestRandomizedFaultRun(t *testing.T) {
 	states := map[string]int{}
 	unknownByTool := map[string]int{}
 	unknownOpen, terminalOpenReview, duplicates := 0, 0, 0
+	// outcomes tallies each tool's final states by the effect behind them: "certain" (a
+	// committed request), "maybe" (a delayed one whose caller may have gone) or "none", so the
+	// sandbox's own counts can be read against the ledger's states.
+	outcomes := map[string]map[string]int{}
 	for _, p := range plan {
 		var id string
 		for k := range p.ids {
@@ -264,6 +268,10 @@ func TestRandomizedFaultRun(t *testing.T) {
 			e = &effect{}
 		}
 		states[string(op.State)]++
+		if outcomes[op.Tool] == nil {
+			outcomes[op.Tool] = map[string]int{}
+		}
+		outcomes[op.Tool][string(op.State)+"/"+effectKind(e)]++
 		what := fmt.Sprintf("%s (%s, fault %s, state %s, attempts %d, effects %v + %d maybe)", p.key, id, p.fault, op.State, op.Attempts, e.refs, e.maybe)
 		if len(e.refs)+e.maybe > 1 {
 			duplicates++
@@ -299,6 +307,10 @@ func TestRandomizedFaultRun(t *testing.T) {
 		committed := s.sb.Committed(kind)
 		assert.True(t, total <= committed && committed <= total+maybe,
 			"%s: the per-operation count accounts for every committed one: %d certain + %d maybe vs %d committed", kind, total, maybe, committed)
+		t.Logf("fault run: %s: %d committed by the sandbox's count; from its request log %d certain + %d maybe", kind, committed, total, maybe)
+	}
+	for tool, m := range outcomes {
+		t.Logf("fault run: %s final state/effect %s", tool, sorted(m))
 	}
 	for _, r := range s.sb.Requests("/tickets") {
 		if r.Method == http.MethodPost {
@@ -451,6 +463,17 @@ func downstreamEffects(t *testing.T, s *stack) map[string]*effect {
 		}
 	}
 	return out
+}
+
+// effectKind names what stands behind an operation's outcome downstream.
+func effectKind(e *effect) string {
+	switch {
+	case len(e.refs) > 0:
+		return "certain"
+	case e.maybe > 0:
+		return "maybe"
+	}
+	return "none"
 }
 
 func sorted(m map[string]int) string {
