@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,14 +38,9 @@ func (h *Console) Operations(c echo.Context) error {
 	p.States = options(stateNames(), q.Get("state"))
 	p.Searched = p.Key != "" || q.Get("tool") != "" || q.Get("state") != "" || q.Get("tenant") != "" || p.From != "" || p.To != ""
 
-	s := models.Search{Key: p.Key, Tool: q.Get("tool"), State: models.State(q.Get("state")), Tenant: q.Get("tenant"),
-		Before: q.Get("before"), Limit: searchPageSize}
-	if s.From, err = parseLocal(p.From); err != nil {
-		p.Error = "The “Created from” time is not a date and time."
-		return renderPage(c, http.StatusBadRequest, views.Operations(p))
-	}
-	if s.To, err = parseLocal(p.To); err != nil {
-		p.Error = "The “Created before” time is not a date and time."
+	s, err := operationSearch(q)
+	if err != nil {
+		p.Error = err.Error()
 		return renderPage(c, http.StatusBadRequest, views.Operations(p))
 	}
 	ops, more, err := h.Ledger.SearchOperations(ctx, v.Scope, s)
@@ -65,6 +61,23 @@ func (h *Console) Operations(c echo.Context) error {
 		p.NextHref = "/operations?" + next.Encode()
 	}
 	return renderPage(c, http.StatusOK, views.Operations(p))
+}
+
+// operationSearch turns the operations page's query into the search it asks for. It is the one
+// reading of that query: the page's list and anything that acts on "every operation matching
+// this filter" call it, so both mean the same operations. Its error says, for the person who
+// typed it, which field cannot be read.
+func operationSearch(q url.Values) (models.Search, error) {
+	s := models.Search{Key: strings.TrimSpace(q.Get("key")), Tool: q.Get("tool"), State: models.State(q.Get("state")),
+		Tenant: q.Get("tenant"), Before: q.Get("before"), Limit: searchPageSize}
+	var err error
+	if s.From, err = parseLocal(q.Get("from")); err != nil {
+		return s, errors.New("The “Created from” time is not a date and time.")
+	}
+	if s.To, err = parseLocal(q.Get("to")); err != nil {
+		return s, errors.New("The “Created before” time is not a date and time.")
+	}
+	return s, nil
 }
 
 // parseLocal reads a datetime-local value as UTC; "" is the zero time (no bound).
