@@ -2,40 +2,76 @@ package models
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
 
-// Search narrows the console's operation search. Zero fields do not filter.
+// Search narrows the console's operation search. Zero fields do not filter; the filters that
+// are set must all hold.
 type Search struct {
-	Key    string // operations whose key starts with this
+	ID     string // exactly this operation
+	Key    string // operations whose key contains this, ignoring case
 	Tool   string
 	State  State
 	Tenant string
-	From   time.Time // created at or after
-	To     time.Time // created before
-	Before string    // cursor: ids strictly older than this one
+	// Reference is the downstream's reference recorded for the operation's effect
+	// (downstream_ref), exactly.
+	Reference     string
+	ErrorClass    string
+	WorkflowRunID string
+	// Param matches one param's stored value (see ParamMatch).
+	Param ParamMatch
+	From  time.Time // created at or after
+	To    time.Time // created before
+	// Before is the cursor: ids strictly older than this one.
+	Before string
 	Limit  int
+}
+
+// ParamMatch finds operations whose top-level param Name holds Value, as stored: a string
+// equal to Value, or a number, boolean or null spelt as Value. With data keys the stored
+// params are the masked ones, so a sensitive param could only ever match "***"; without them
+// it is stored in clear, and a search by it would let anyone who may search confirm a guess.
+// So the caller must refuse a sensitive Name (the catalogue knows which are) and say so by
+// setting Checked: a ParamMatch not Checked is refused, so that a caller that forgot fails
+// closed.
+type ParamMatch struct {
+	Name    string
+	Value   string
+	Checked bool
+}
+
+// Set reports whether the match filters at all.
+func (p ParamMatch) Set() bool { return p.Name != "" }
+
+// ValidParamName reports whether name can be searched for: letters, digits, '_' and '-', so
+// that it is spelt the same in the stored JSON and in a JSON path.
+func ValidParamName(name string) bool {
+	if name == "" || len(name) > 100 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // SearchOperations returns a page of operations within scope matching f, newest first, and
 // whether more follow.
+//
+// Every filter is a condition on the newest-first walk of the operations (LIMIT f.Limit+1), so
+// a common match stops early; docs/PERFORMANCE.md measures each kind on 1,000,000 operations.
 func (l *Ledger) SearchOperations(ctx context.Context, s Scope, f Search) ([]*Operation, bool, error) {
-	if f.Limit <= 0 || f.Limit > 500 {
-		return nil, false, errorf(CodeInvalid, "limit must be between 1 and 500")
-	}
-	if f.State != "" && !f.State.Valid() {
-		return nil, false, errorf(CodeInvalid, "unknown state %q", f.State)
+	if err := f.check(); err != nil {
+		return nil, false, err
 	}
 	q := s.apply(l.scope(ctx), "tenant")
-	if f.Key != "" {
-		// An exact, case-sensitive prefix on both engines (LIKE folds case on SQLite and
-		// treats '%' and '_' as wildcards).
-		q = q.Where("substr(op_key, 1, ?) = ?", utf8.RuneCountInString(f.Key), f.Key)
-	}
-	q = whereOperations(q, f.Tenant, f.Tool, f.State, f.From, f.To)
+	q = l.whereSearch(q, f)
 	if f.Before != "" {
 		q = q.Where("id < ?", f.Before)
 	}
@@ -48,6 +84,75 @@ func (l *Ledger) SearchOperations(ctx context.Context, s Scope, f Search) ([]*Op
 		ops = ops[:f.Limit]
 	}
 	return ops, more, nil
+}
+
+// check refuses a search that cannot be run.
+func (f Search) check() error {
+	switch {
+	case f.Limit <= 0 || f.Limit > 500:
+		return errorf(CodeInvalid, "limit must be between 1 and 500")
+	case f.State != "" && !f.State.Valid():
+		return errorf(CodeInvalid, "unknown state %q", f.State)
+	case f.Param.Set() && !ValidParamName(f.Param.Name):
+		return errorf(CodeInvalid, "a param's name is letters, digits, '_' and '-'")
+	case f.Param.Set() && !f.Param.Checked:
+		return errorf(CodeInvalid, "a search by param %q was not checked against the tool's sensitive params", f.Param.Name)
+	}
+	return nil
+}
+
+// whereSearch narrows q to the operations f matches (all but the cursor).
+func (l *Ledger) whereSearch(q *gorm.DB, f Search) *gorm.DB {
+	if f.ID != "" {
+		q = q.Where("id = ?", f.ID)
+	}
+	if f.Key != "" {
+		// A substring, not LIKE: '%' and '_' in a key are characters like any other.
+		// (SQLite's lower folds ASCII letters only.)
+		q = q.Where(l.contains("lower(op_key)"), strings.ToLower(f.Key))
+	}
+	if f.Reference != "" {
+		q = q.Where("downstream_ref = ?", f.Reference)
+	}
+	if f.ErrorClass != "" {
+		q = q.Where("error_class = ?", f.ErrorClass)
+	}
+	if f.WorkflowRunID != "" {
+		q = q.Where("workflow_run_id = ?", f.WorkflowRunID)
+	}
+	if f.Param.Set() {
+		q = l.whereParam(q, f.Param)
+	}
+	return whereOperations(q, f.Tenant, f.Tool, f.State, f.From, f.To)
+}
+
+// contains is the condition "column contains ?" on the ledger's engine.
+func (l *Ledger) contains(column string) string {
+	if l.dialect == Postgres {
+		return "strpos(" + column + ", ?) > 0"
+	}
+	return "instr(" + column + ", ?) > 0"
+}
+
+// whereParam narrows q to operations whose stored param p.Name holds p.Value. The stored
+// params are canonical JSON (RFC 8785: no spaces, only '"', '\' and control characters
+// escaped), so "name": and a plain value appear in the text as they are: two cheap substring
+// tests come first and the JSON is parsed only on the rows that pass them.
+func (l *Ledger) whereParam(q *gorm.DB, p ParamMatch) *gorm.DB {
+	q = q.Where("params IS NOT NULL").Where(l.contains("params"), `"`+p.Name+`":`)
+	if plainJSON(p.Value) {
+		q = q.Where(l.contains("params"), p.Value)
+	}
+	if l.dialect == Postgres {
+		return q.Where("(params::jsonb ->> ?::text) = ?", p.Name, p.Value)
+	}
+	return q.Where("CAST(json_extract(params, ?) AS TEXT) = ?", `$."`+p.Name+`"`, p.Value)
+}
+
+// plainJSON reports whether s is spelt the same inside a JSON string as outside it.
+func plainJSON(s string) bool {
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == `"`+s+`"`
 }
 
 // workflowShown bounds the operations shown for one workflow run.
