@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -18,32 +18,28 @@ const searchPageSize = 50
 // dateTimeLocal is the value format of <input type="datetime-local">, read as UTC.
 const dateTimeLocal = "2006-01-02T15:04"
 
-// Operations searches the viewer's operations by key, tool, state, tenant and creation time,
-// newest first, a page at a time.
+// Operations searches the viewer's operations by id, key, downstream reference, a param's
+// value, error class, workflow run, tool, state, tenant and creation time, newest first, a page
+// at a time. An operation id that finds its operation opens it.
 func (h *Console) Operations(c echo.Context) error {
 	v, err := currentViewer(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	q := c.QueryParams()
-	p := views.SearchPage{Page: h.page(c, v, "Operations", views.NavOperations),
-		Key: strings.TrimSpace(q.Get("key")), From: q.Get("from"), To: q.Get("to")}
-	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
+	p, err := h.searchPage(c, v, q)
 	if err != nil {
 		return err
 	}
-	p.Tenants = options(tenantNames(tenants), q.Get("tenant"))
-	p.Tools = options(h.Catalog.Names(), q.Get("tool"))
-	p.States = options(stateNames(), q.Get("state"))
-	p.Searched = p.Key != "" || q.Get("tool") != "" || q.Get("state") != "" || q.Get("tenant") != "" || p.From != "" || p.To != ""
-
 	s, err := operationSearch(q)
+	if err == nil {
+		err = h.refuseSensitive(&s)
+	}
 	if err != nil {
 		p.Error = err.Error()
 		return renderPage(c, http.StatusBadRequest, views.Operations(p))
 	}
-	ops, more, err := h.Ledger.SearchOperations(ctx, v.Scope, s)
+	ops, more, err := h.Ledger.SearchOperations(c.Request().Context(), v.Scope, s)
 	if models.ErrorCode(err) == models.CodeInvalid {
 		p.Error = "This search cannot be run: " + errDetail(err) + "."
 		return renderPage(c, http.StatusBadRequest, views.Operations(p))
@@ -51,33 +47,145 @@ func (h *Console) Operations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.ID != "" && len(ops) == 1 && s.Before == "" {
+		return c.Redirect(http.StatusSeeOther, OperationHref(ops[0].ID))
+	}
 	p.Rows = operationRows(ops, h.now())
 	if more && len(ops) > 0 {
-		next := url.Values{}
-		for k, vs := range q {
-			next[k] = vs
-		}
+		next := searchQuery(q)
 		next.Set("before", ops[len(ops)-1].ID)
 		p.NextHref = "/operations?" + next.Encode()
 	}
 	return renderPage(c, http.StatusOK, views.Operations(p))
 }
 
+// searchPage is the operations page for query q before it is run: the filters as typed and
+// the choices of each select.
+func (h *Console) searchPage(c echo.Context, v *Viewer, q url.Values) (views.SearchPage, error) {
+	p := views.SearchPage{Page: h.page(c, v, "Operations", views.NavOperations),
+		Key: strings.TrimSpace(q.Get("key")), Reference: strings.TrimSpace(q.Get("ref")),
+		Param: strings.TrimSpace(q.Get("param")), Workflow: strings.TrimSpace(q.Get("workflow")),
+		From: q.Get("from"), To: q.Get("to")}
+	if id := strings.TrimSpace(q.Get("id")); p.Key == "" {
+		p.Key = id // the key box takes an id too
+	}
+	tenants, err := h.Ledger.ScopedTenants(c.Request().Context(), v.Scope)
+	if err != nil {
+		return p, err
+	}
+	p.Tenants = options(tenantNames(tenants), q.Get("tenant"))
+	p.Tools = options(h.Catalog.Names(), q.Get("tool"))
+	p.States = options(stateNames(), q.Get("state"))
+	p.ErrorClasses = options(models.ErrorClasses(), q.Get("error_class"))
+	p.Searched = len(searchQuery(q)) > 0
+	return p, nil
+}
+
+// searchFields are the operations page's filters, by their name in the query.
+var searchFields = []string{"key", "id", "ref", "param", "error_class", "workflow", "tool", "state", "tenant", "from", "to"}
+
+// searchQuery is q's filters alone, without empty values, the cursor or anything else: what a
+// saved view keeps, and what makes a search a search.
+func searchQuery(q url.Values) url.Values { return pick(q, searchFields) }
+
+// pick returns the non-empty values of q under names, trimmed.
+func pick(q url.Values, names []string) url.Values {
+	out := url.Values{}
+	for _, n := range names {
+		if v := strings.TrimSpace(q.Get(n)); v != "" {
+			out.Set(n, v)
+		}
+	}
+	return out
+}
+
+// searchError is a filter that cannot be read, said for the person who typed it.
+type searchError string
+
+func (e searchError) Error() string { return string(e) }
+
 // operationSearch turns the operations page's query into the search it asks for. It is the one
 // reading of that query: the page's list and anything that acts on "every operation matching
 // this filter" call it, so both mean the same operations. Its error says, for the person who
 // typed it, which field cannot be read.
+//
+// A param filter comes back not Checked: the caller refuses sensitive params with the
+// catalogue (Console.refuseSensitive) before searching, and the ledger refuses one unchecked.
 func operationSearch(q url.Values) (models.Search, error) {
-	s := models.Search{Key: strings.TrimSpace(q.Get("key")), Tool: q.Get("tool"), State: models.State(q.Get("state")),
+	s := models.Search{Key: strings.TrimSpace(q.Get("key")), ID: strings.TrimSpace(q.Get("id")),
+		Reference: strings.TrimSpace(q.Get("ref")), ErrorClass: q.Get("error_class"),
+		WorkflowRunID: strings.TrimSpace(q.Get("workflow")), Tool: q.Get("tool"), State: models.State(q.Get("state")),
 		Tenant: q.Get("tenant"), Before: q.Get("before"), Limit: searchPageSize}
+	if s.ID == "" && looksLikeOperationID(s.Key) {
+		s.ID, s.Key = s.Key, "" // an id pasted in the key box
+	}
 	var err error
+	if s.Param, err = parseParam(q.Get("param")); err != nil {
+		return s, err
+	}
 	if s.From, err = parseLocal(q.Get("from")); err != nil {
-		return s, errors.New("The “Created from” time is not a date and time.")
+		return s, searchError("The “Created from” time is not a date and time.")
 	}
 	if s.To, err = parseLocal(q.Get("to")); err != nil {
-		return s, errors.New("The “Created before” time is not a date and time.")
+		return s, searchError("The “Created before” time is not a date and time.")
 	}
 	return s, nil
+}
+
+// looksLikeOperationID reports whether s has the shape of an operation id: "op_" and a ULID.
+func looksLikeOperationID(s string) bool {
+	if len(s) != 3+26 || !strings.HasPrefix(s, "op_") {
+		return false
+	}
+	for _, c := range s[3:] {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseParam reads "name = value"; "" is no filter. A value in double quotes means the text
+// inside them, as the same value without them does (order_id = "1042" or 1042).
+func parseParam(text string) (models.ParamMatch, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return models.ParamMatch{}, nil
+	}
+	name, value, ok := strings.Cut(text, "=")
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	if !ok || name == "" {
+		return models.ParamMatch{}, searchError("Write the param as name = value, for example order_id = 1042.")
+	}
+	if !models.ValidParamName(name) {
+		return models.ParamMatch{}, searchError("A param's name is letters, digits, “_” and “-”, for example order_id.")
+	}
+	if len(value) >= 2 && strings.HasPrefix(value, `"`) && strings.HasSuffix(value, `"`) {
+		value = value[1 : len(value)-1]
+	}
+	return models.ParamMatch{Name: name, Value: value}, nil
+}
+
+// refuseSensitive refuses a search by a sensitive param: one the chosen tool masks, or, with no
+// tool chosen, one any tool masks. Otherwise it marks the param filter checked. A search never
+// unseals params: it reads what is stored, which with data keys is the masked params.
+func (h *Console) refuseSensitive(s *models.Search) error {
+	if !s.Param.Set() {
+		return nil
+	}
+	tools := h.Catalog.Tools()
+	if s.Tool != "" {
+		if t, ok := h.Catalog.Get(s.Tool); ok {
+			tools = []*catalog.Tool{t}
+		}
+	}
+	for _, t := range tools {
+		if t.MasksParam(s.Param.Name) {
+			return searchError("“" + s.Param.Name + "” is a sensitive param of " + t.Name + ": operations are never searched by it.")
+		}
+	}
+	s.Param.Checked = true
+	return nil
 }
 
 // parseLocal reads a datetime-local value as UTC; "" is the zero time (no bound).

@@ -22,6 +22,7 @@ func operationRow(op *models.Operation, now time.Time) views.OperationRow {
 		ID: op.ID, Href: OperationHref(op.ID), Tenant: op.Tenant, Key: op.Key, Tool: op.Tool,
 		State: string(op.State), StepID: deref(op.StepID),
 		Created: views.NewTime(op.CreatedAt, now), Updated: views.NewTime(op.UpdatedAt, now),
+		Attempts: op.Attempts, ErrorClass: deref(op.ErrorClass),
 	}
 	if op.WorkflowRunID != nil {
 		r.WorkflowRunID, r.WorkflowHref = *op.WorkflowRunID, WorkflowHref(*op.WorkflowRunID)

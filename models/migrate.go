@@ -214,7 +214,33 @@ ALTER TABLE reviews ADD COLUMN claimed_until {{ts}};
 	// When a key was last used, to the minute (Ledger.Authenticate), so that an admin sees
 	// which keys are idle before revoking them.
 	{11, "api key last use", `ALTER TABLE api_keys ADD COLUMN last_used_at {{ts}};`},
+	{12, "console search and saved views", searchSchema},
 }
+
+// searchSchema is migration step 12: the indexes of the console's search that a new operation
+// does not maintain, and saved views (docs/PERFORMANCE.md, "Console search on 1,000,000
+// operations", measures the search with and without them).
+//
+//	operations_downstream_ref (downstream_ref) partial   search by downstream reference
+//	operations_error_class (error_class, id) partial      search by error class, newest first
+//
+// Both columns are NULL when an operation is recorded, so neither index costs the insert; they
+// are written when an attempt ends with a reference or an error class. The key substring and a
+// param's value are found by the newest-first walk with no index of their own: a trigram or
+// JSON index would cost every insert (measured in the same section).
+const searchSchema = `
+CREATE INDEX operations_downstream_ref ON operations (downstream_ref) WHERE downstream_ref IS NOT NULL;
+CREATE INDEX operations_error_class ON operations (error_class, id) WHERE error_class IS NOT NULL;
+CREATE TABLE saved_views (
+	id         TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL REFERENCES users(id),
+	name       TEXT NOT NULL,
+	page       TEXT NOT NULL,
+	query      TEXT NOT NULL,
+	created_at {{ts}} NOT NULL,
+	UNIQUE (owner, page, name)
+);
+`
 
 // hotPathSchema is migration step 10: what a new operation writes, and no more (docs/PERFORMANCE.md).
 //

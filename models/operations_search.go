@@ -194,3 +194,9 @@ func whereOperations(q *gorm.DB, tenant, tool string, state State, from, to time
 	}
 	return q
 }
+
+// ErrorClasses lists the error classes an operation may record, for the search's choice.
+func ErrorClasses() []string {
+	return []string{ErrorAmbiguous, ErrorCancelled, ErrorNotSent, ErrorPermissionRevoked, ErrorRejected,
+		ErrorRejectedByReviewer, ErrorRetriesExhausted, ErrorThrottled}
+}

@@ -57,6 +57,9 @@ type OperationRow struct {
 	Updated       Time
 	// Why says, in the dashboard's overdue list, which window the operation has passed.
 	Why string
+	// Attempts and ErrorClass ("" when none) are shown by the search's results.
+	Attempts   int
+	ErrorClass string
 }
 
 // DashboardPage is the overview.
@@ -129,17 +132,21 @@ type ReviewRow struct {
 
 // SearchPage is the operation search.
 type SearchPage struct {
-	Page     Page
-	Key      string
-	From     string
-	To       string
-	States   []Option
-	Tools    []Option
-	Tenants  []Option
-	Rows     []OperationRow
-	Searched bool
-	NextHref string
-	Error    string
+	Page         Page
+	Key          string
+	Reference    string
+	Param        string
+	Workflow     string
+	ErrorClasses []Option
+	From         string
+	To           string
+	States       []Option
+	Tools        []Option
+	Tenants      []Option
+	Rows         []OperationRow
+	Searched     bool
+	NextHref     string
+	Error        string
 }
 
 // OperationPage is one operation in full.

@@ -228,3 +228,19 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, jsonEscaped(s, false)...)
 	return append(dst, '"')
 }
+
+// MasksParam reports whether the tool masks the top-level param name, or something inside it:
+// a search by its value would be a search by a sensitive value.
+func (t *Tool) MasksParam(name string) bool {
+	for _, p := range t.SensitiveParams {
+		ptr, err := sensitivePointer(p)
+		if err != nil {
+			continue
+		}
+		// An empty pointer masks the whole params, so every name in them.
+		if tokens, err := parsePointer(ptr); err == nil && (len(tokens) == 0 || tokens[0] == name) {
+			return true
+		}
+	}
+	return false
+}
