@@ -59,8 +59,8 @@ func (h *Console) Operations(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.Operations(p))
 }
 
-// searchPage is the operations page for query q before it is run: the filters as typed and
-// the choices of each select.
+// searchPage is the operations page for query q before it is run: the filters as typed, the
+// choices of each select, and the viewer's saved views.
 func (h *Console) searchPage(c echo.Context, v *Viewer, q url.Values) (views.SearchPage, error) {
 	p := views.SearchPage{Page: h.page(c, v, "Operations", views.NavOperations),
 		Key: strings.TrimSpace(q.Get("key")), Reference: strings.TrimSpace(q.Get("ref")),
@@ -78,7 +78,8 @@ func (h *Console) searchPage(c echo.Context, v *Viewer, q url.Values) (views.Sea
 	p.States = options(stateNames(), q.Get("state"))
 	p.ErrorClasses = options(models.ErrorClasses(), q.Get("error_class"))
 	p.Searched = len(searchQuery(q)) > 0
-	return p, nil
+	p.Views, err = h.savedViews(c, v, models.ViewPageOperations, q)
+	return p, err
 }
 
 // searchFields are the operations page's filters, by their name in the query.

@@ -63,6 +63,9 @@ func (h *Console) Reviews(c echo.Context) error {
 		List:    list,
 	}
 	p.Page.Scripts = []string{"console.js"}
+	if p.Views, err = h.savedViews(c, v, models.ViewPageReviews, c.QueryParams()); err != nil {
+		return err
+	}
 	return renderPage(c, http.StatusOK, views.Reviews(p))
 }
 
@@ -86,12 +89,7 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		return views.ReviewList{}, err
 	}
 	now := h.now()
-	q := url.Values{}
-	for name, value := range map[string]string{"tenant": f.Tenant, "tool": f.Tool, "reason": f.Reason, "claims": f.Claims} {
-		if value != "" {
-			q.Set(name, value)
-		}
-	}
+	q := reviewQuery(url.Values{"tenant": {f.Tenant}, "tool": {f.Tool}, "reason": {f.Reason}, "claims": {f.Claims}})
 	every := h.RefreshEvery
 	if every <= 0 {
 		every = defaultRefresh
@@ -168,6 +166,12 @@ func reviewFilter(c echo.Context) models.ReviewFilter {
 		Claims: oneOf(c.QueryParam("claims"), []string{models.ClaimsNone, models.ClaimsMine}),
 	}
 }
+
+// reviewFields are the queue's filters, by their name in the query (see reviewFilter).
+var reviewFields = []string{"tenant", "tool", "reason", "claims"}
+
+// reviewQuery is q's queue filters alone, without empty values: what a saved view keeps.
+func reviewQuery(q url.Values) url.Values { return pick(q, reviewFields) }
 
 func claimOptions(selected string) []views.Option {
 	out := options([]string{models.ClaimsNone, models.ClaimsMine}, selected)

@@ -84,6 +84,7 @@ type ReviewsPage struct {
 	Reasons []Option
 	Claims  []Option
 	List    ReviewList
+	Views   SavedViews
 }
 
 // ReviewList is the part of the review queue that refreshes itself.
@@ -147,6 +148,27 @@ type SearchPage struct {
 	Searched     bool
 	NextHref     string
 	Error        string
+	Views        SavedViews
+}
+
+// SavedViews is a page's panel of saved views: the viewer's own, as links, and the form that
+// saves the filter shown.
+type SavedViews struct {
+	Page      string // "operations" or "reviews"
+	Query     string // the filter shown, as a view would keep it
+	CanSave   bool   // there is a filter to save
+	CSRFToken string
+	Views     []SavedViewLink
+	// Notice is the outcome of the last save or delete.
+	Notice *NoticeText
+}
+
+// SavedViewLink is one saved view; Current marks the one whose filter is shown.
+type SavedViewLink struct {
+	ID      string
+	Name    string
+	Href    string
+	Current bool
 }
 
 // OperationPage is one operation in full.
