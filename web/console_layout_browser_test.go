@@ -32,7 +32,18 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		Events: models.WebhookEventTypes})
 	require.NoError(t, err)
 
-	pages := []string{"/", "/reviews", "/operations", "/operations?state=UNKNOWN", "/operations/" + refund.ID,
+	// Saved views with long names, on both pages that list them; a search showing attempts and
+	// error classes.
+	ada, err := con.Ledger.UserByEmail(t.Context(), "ada@example.com")
+	require.NoError(t, err)
+	for _, page := range []string{models.ViewPageOperations, models.ViewPageReviews} {
+		for _, name := range []string{"Refunds of the big outage on the first of December", "UNKNOWN-tickets-of-the-demo-tenant-without-any-spaces-in-it"} {
+			_, err := con.Ledger.SaveView(t.Context(), ada.ID, page, name, "tool=tickets.create")
+			require.NoError(t, err)
+		}
+	}
+	pages := []string{"/", "/reviews", "/reviews?tool=tickets.create", "/operations", "/operations?state=UNKNOWN",
+		"/operations?key=order-1046&param=subject+%3D+x&tool=tickets.create", "/operations?param=card_number+%3D+1", "/operations/" + refund.ID,
 		"/operations/" + long.ID, "/operations/" + comp.ID, "/workflows/" + *long.WorkflowRunID, "/audit", "/exports",
 		"/admin", "/admin/webhooks", "/problems"}
 	signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
@@ -57,6 +68,12 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		return [getComputedStyle(td).display, getComputedStyle(td, '::before').content,
 			getComputedStyle(document.querySelector('[data-testid="review-table"] thead')).display]; })()`))
 	assert.Equal(t, []string{"block", `"Waiting"`, "none"}, cell)
+	// And so are the search's results, attempts and error class included.
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations?key=order-1046"), chromedp.WaitVisible(testID("search-results")))
+	cells := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="operation-row"] td')).map((td) =>
+		getComputedStyle(td).display + ' ' + getComputedStyle(td, '::before').content)`))
+	assert.Contains(t, cells, `block "Attempts"`)
+	assert.Contains(t, cells, `block "Error class"`)
 	// Long params wrap rather than widen the page.
 	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+long.ID), chromedp.WaitVisible(testID("params-json")))
 	wraps := value(t, ctx, chromedp.Evaluate[bool](`(() => { const p = document.querySelector('[data-testid="params-json"]');
