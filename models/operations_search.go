@@ -136,12 +136,14 @@ func (l *Ledger) contains(column string) string {
 
 // whereParam narrows q to operations whose stored param p.Name holds p.Value. The stored
 // params are canonical JSON (RFC 8785: no spaces, only '"', '\' and control characters
-// escaped), so "name": and a plain value appear in the text as they are: two cheap substring
-// tests come first and the JSON is parsed only on the rows that pass them.
+// escaped), so a plain value appears in their text as it is: one cheap substring test comes
+// first, and the JSON is parsed only on the rows that pass it. (A value that JSON escapes is
+// tested by its name instead.) Purged params are NULL and match nothing.
 func (l *Ledger) whereParam(q *gorm.DB, p ParamMatch) *gorm.DB {
-	q = q.Where("params IS NOT NULL").Where(l.contains("params"), `"`+p.Name+`":`)
 	if plainJSON(p.Value) {
 		q = q.Where(l.contains("params"), p.Value)
+	} else {
+		q = q.Where(l.contains("params"), `"`+p.Name+`":`)
 	}
 	if l.dialect == Postgres {
 		return q.Where("(params::jsonb ->> ?::text) = ?", p.Name, p.Value)
