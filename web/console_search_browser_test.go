@@ -96,4 +96,6 @@ func TestBrowserSearchAndSavedViews(t *testing.T) {
 	assert.Empty(t, value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('`+testID("saved-view")+`')).map((e) => e.textContent)`)),
 		"Ann's views are not listed for Rita")
 	screenshot(t, ctx, "saved-view-opened")
+	run(t, ctx, chromedp.EmulateViewport(390, 900), chromedp.Reload(), chromedp.WaitVisible(testID("search-results")))
+	screenshot(t, ctx, "phone-search")
 }
