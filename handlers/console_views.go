@@ -45,7 +45,7 @@ func (h *Console) savedViews(c echo.Context, v *Viewer, page string, q url.Value
 		sv.Views = append(sv.Views, views.SavedViewLink{ID: view.ID, Name: view.Name, Href: "/views/" + url.PathEscape(view.ID),
 			Current: view.Query == sv.Query && sv.Query != ""})
 	}
-	if f, ok := h.Sessions.TakeFlash(c); ok {
+	if f, ok := h.takeFlash(c); ok {
 		sv.Notice = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}
 	}
 	return sv, nil
