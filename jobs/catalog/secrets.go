@@ -237,8 +237,7 @@ func (t *Tool) MasksParam(name string) bool {
 		if err != nil {
 			continue
 		}
-		// An empty pointer masks the whole params, so every name in them.
-		if tokens, err := parsePointer(ptr); err == nil && (len(tokens) == 0 || tokens[0] == name) {
+		if tokens, err := parsePointer(ptr); err == nil && len(tokens) > 0 && tokens[0] == name {
 			return true
 		}
 	}

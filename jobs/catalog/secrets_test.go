@@ -85,3 +85,17 @@ func TestScrubBody(t *testing.T) {
 	clean := []byte(`{"id": "R-1", "status": "issued"}`)
 	assert.Equal(t, &clean[0], &s.Body(clean)[0], "a body with nothing to scrub is not copied")
 }
+
+// MasksParam names the top-level params a search must not match: a sensitive param, and the
+// param a sensitive pointer lies inside.
+func TestMasksParam(t *testing.T) {
+	tool := &Tool{SensitiveParams: []string{"card_number", "/payer/iban", "/a~1b"}}
+	for name, want := range map[string]bool{"card_number": true, "payer": true, "a/b": true, "iban": false, "order_id": false, "": false} {
+		assert.Equal(t, want, tool.MasksParam(name), name)
+	}
+	whole := &Tool{SensitiveParams: []string{""}}
+	assert.False(t, whole.MasksParam("x"), "an empty entry is refused by Load, and masks nothing here")
+	root := &Tool{SensitiveParams: []string{"/"}}
+	assert.True(t, root.MasksParam(""), `"/" is the param named ""`)
+	assert.False(t, root.MasksParam("x"))
+}
