@@ -36,7 +36,7 @@ func (h *Console) Operations(c echo.Context) error {
 		err = h.refuseSensitive(&s)
 	}
 	if err != nil {
-		p.Error = err.Error()
+		p.Error, p.Views.CanSave = err.Error(), false // a refused filter is not kept either
 		return renderPage(c, http.StatusBadRequest, views.Operations(p))
 	}
 	ops, more, err := h.Ledger.SearchOperations(c.Request().Context(), v.Scope, s)

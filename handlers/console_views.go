@@ -21,6 +21,19 @@ func viewQuery(page string, q url.Values) url.Values {
 	return searchQuery(q)
 }
 
+// refuseViewQuery refuses to keep a filter its page would refuse to run: above all a search by
+// a sensitive param, whose value (a card number, typed) must not be stored and shared by link.
+func (h *Console) refuseViewQuery(page string, q url.Values) error {
+	if page != models.ViewPageOperations {
+		return nil // the queue's filters are choices from lists
+	}
+	s, err := operationSearch(q)
+	if err == nil {
+		err = h.refuseSensitive(&s)
+	}
+	return err
+}
+
 // viewPagePath is where a view of page opens.
 func viewPagePath(page string) string { return "/" + page }
 
@@ -67,6 +80,10 @@ func (h *Console) SaveView(c echo.Context) error {
 		posted = url.Values{}
 	}
 	q := viewQuery(page, posted)
+	if err := h.refuseViewQuery(page, q); err != nil {
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeError), Message: "Not saved: " + err.Error()})
+		return c.Redirect(http.StatusSeeOther, viewPagePath(page))
+	}
 	saved, err := h.Ledger.SaveView(c.Request().Context(), v.ID, page, c.FormValue("name"), q.Encode())
 	switch code := models.ErrorCode(err); {
 	case err == nil:

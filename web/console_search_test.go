@@ -44,6 +44,13 @@ func TestConsoleSearchAndViews(t *testing.T) {
 				assert.True(t, strings.Contains(p.Body, "is a sensitive param of refunds.issue"), q)
 				assert.Empty(t, p.TestIDs("operation-row"), q)
 			}
+			assert.Empty(t, p.TestIDs("save-view-form"), "a refused search is not offered for saving")
+			ann.Get(t, "/operations") // a page with the form's token
+			p = ann.Post(t, "/views", url.Values{"page": {"operations"}, "name": {"Cards"}, "query": {"param=card_number+%3D+" + cardNumber}})
+			assert.Equal(t, http.StatusSeeOther, p.Status)
+			assert.Equal(t, "/operations", p.Header.Get("Location"), "back to the page, without the card number")
+			p = ann.Get(t, "/operations")
+			assert.Contains(t, p.TestIDs("notice"), "Not saved: “card_number” is a sensitive param of refunds.issue: operations are never searched by it.")
 			p = ann.Get(t, "/operations?param=card_number%3D1&tool=tickets.create")
 			assert.Equal(t, http.StatusOK, p.Status, "a tool that does not mask it searches its own operations by it")
 			p = ann.Get(t, "/operations?param=order_id+%3D+1")
@@ -63,7 +70,7 @@ func TestConsoleSearchAndViews(t *testing.T) {
 			require.NoError(t, err)
 			views, err := con.Ledger.SavedViews(t.Context(), annUser.ID, models.ViewPageOperations)
 			require.NoError(t, err)
-			require.Len(t, views, 1, "one view saved, not two")
+			require.Len(t, views, 1, "one view saved: not the refused one, and not the one without its token")
 			assert.Equal(t, "param=order_id+%3D+1", views[0].Query, "the filter alone: no cursor, no token")
 
 			// Rita opens it and sees only acme's; she cannot delete it.
