@@ -148,7 +148,10 @@ func (l *Ledger) whereParam(q *gorm.DB, p ParamMatch) *gorm.DB {
 	if l.dialect == Postgres {
 		return q.Where("(params::jsonb ->> ?::text) = ?", p.Name, p.Value)
 	}
-	return q.Where("CAST(json_extract(params, ?) AS TEXT) = ?", `$."`+p.Name+`"`, p.Value)
+	// json_extract gives a boolean as 1 or 0; PostgreSQL's ->> spells it, as JSON does.
+	path := `$."` + p.Name + `"`
+	return q.Where("(CASE json_type(params, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "+
+		"ELSE CAST(json_extract(params, ?) AS TEXT) END) = ?", path, path, p.Value)
 }
 
 // plainJSON reports whether s is spelt the same inside a JSON string as outside it.

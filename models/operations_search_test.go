@@ -39,7 +39,7 @@ func newSearchFixture(t *testing.T, d models.Dialect) searchFixture {
 		return models.AttemptOutcome{Class: "succeeded", To: models.StateSucceeded, Result: []byte(`{}`), DownstreamRef: ref}
 	}
 	f.refund = record("acme", "Order-1042:refund", "refunds.issue", `{"amount_cents":1999,"order_id":"1042"}`, succeeded("R-5001"))
-	f.ticket = record("acme", "wf-7:ticket", "tickets.create", `{"order_id":10420,"subject":"x"}`,
+	f.ticket = record("acme", "wf-7:ticket", "tickets.create", `{"order_id":10420,"subject":"x","urgent":true}`,
 		models.AttemptOutcome{Class: "rejected", To: models.StateFailedFinal, ErrorClass: "rejected", ErrorMessage: "no"})
 	f.theirs = record("globex", "Order-1042:refund", "refunds.issue", `{"amount_cents":1999,"order_id":"1042"}`, succeeded("R-5001"))
 	f.theirsRef = record("globex", "other", "tickets.create", `{"order_id":1042}`,
@@ -88,6 +88,8 @@ func TestSearchFilters(t *testing.T) {
 			{"param value JSON escapes", models.Search{Param: param("subject", `x"`)}, []string{}},
 			{"param value is a value, not text", models.Search{Param: param("subject", `"x"`)}, []string{}},
 			{"param value plain", models.Search{Param: param("subject", "x")}, []string{ticket}},
+			{"param boolean, spelt as JSON", models.Search{Param: param("urgent", "true")}, []string{ticket}},
+			{"param boolean is not a number", models.Search{Param: param("urgent", "1")}, []string{}},
 			{"error class", models.Search{ErrorClass: "rejected"}, []string{ticket}},
 			{"workflow run", models.Search{WorkflowRunID: "wf-wf-7:ticket"}, []string{ticket}},
 			{"state and tool", models.Search{State: models.StateSucceeded, Tool: "refunds.issue"}, []string{refund}},
