@@ -55,64 +55,70 @@ func (h *Console) ConfirmSucceeded(c echo.Context) error {
 // ConfirmNotExecuted records a reviewer's finding that an UNKNOWN operation did not take effect;
 // it is retried.
 func (h *Console) ConfirmNotExecuted(c echo.Context) error {
-	return h.act(c, models.ActionConfirmNotExecuted, func(ctx context.Context, r actionRequest) (actionDone, error) {
-		_, err := h.Ledger.ConfirmNotExecuted(ctx, r.Action)
-		return actionDone{Message: "Recorded as not executed. The operation is PENDING again and will be sent to the downstream shortly."}, err
-	})
+	return h.act(c, models.ActionConfirmNotExecuted, h.confirmNotExecuted)
+}
+
+func (h *Console) confirmNotExecuted(ctx context.Context, r actionRequest) (actionDone, error) {
+	_, err := h.Ledger.ConfirmNotExecuted(ctx, r.Action)
+	return actionDone{Message: "Recorded as not executed. The operation is PENDING again and will be sent to the downstream shortly."}, err
 }
 
 // MarkFailed ends an UNKNOWN operation as FAILED_FINAL.
 func (h *Console) MarkFailed(c echo.Context) error {
-	return h.act(c, models.ActionMarkFailed, func(ctx context.Context, r actionRequest) (actionDone, error) {
-		_, err := h.Ledger.MarkFailed(ctx, r.Action)
-		return actionDone{Message: "Marked FAILED_FINAL. It will not be sent again."}, err
-	})
+	return h.act(c, models.ActionMarkFailed, h.markFailed)
+}
+
+func (h *Console) markFailed(ctx context.Context, r actionRequest) (actionDone, error) {
+	_, err := h.Ledger.MarkFailed(ctx, r.Action)
+	return actionDone{Message: "Marked FAILED_FINAL. It will not be sent again."}, err
 }
 
 // ReconcileNow asks for a reconciliation probe of an UNKNOWN operation at once.
 func (h *Console) ReconcileNow(c echo.Context) error {
-	return h.act(c, models.ActionReconcileNow, func(ctx context.Context, r actionRequest) (actionDone, error) {
-		// Only a tool with reconcile can be asked: promising a look-up that never runs would
-		// leave the reviewer waiting for nothing.
-		if tool, ok := h.Catalog.Get(r.Rec.Op.Tool); !ok || tool.Reconcile == nil {
-			return actionDone{}, &models.Error{Code: models.CodeInvalid,
-				Message: "the downstream cannot be asked: " + r.Rec.Op.Tool + " has no reconcile; look in it yourself and confirm what you find"}
-		}
-		_, err := h.Ledger.ReconcileNow(ctx, r.Action)
-		return actionDone{Message: "A look-up will ask the downstream within seconds. Its outcome appears on the timeline; reload to see it.",
-			Kind: views.NoticeInfo}, err
-	})
+	return h.act(c, models.ActionReconcileNow, h.reconcileNow)
+}
+
+func (h *Console) reconcileNow(ctx context.Context, r actionRequest) (actionDone, error) {
+	// Only a tool with reconcile can be asked: promising a look-up that never runs would
+	// leave the reviewer waiting for nothing.
+	if tool, ok := h.Catalog.Get(r.Rec.Op.Tool); !ok || tool.Reconcile == nil {
+		return actionDone{}, &models.Error{Code: models.CodeInvalid,
+			Message: "the downstream cannot be asked: " + r.Rec.Op.Tool + " has no reconcile; look in it yourself and confirm what you find"}
+	}
+	_, err := h.Ledger.ReconcileNow(ctx, r.Action)
+	return actionDone{Message: "A look-up will ask the downstream within seconds. Its outcome appears on the timeline; reload to see it.",
+		Kind: views.NoticeInfo}, err
 }
 
 // Reject ends an operation awaiting approval as FAILED_FINAL.
-func (h *Console) Reject(c echo.Context) error {
-	return h.act(c, models.ActionReject, func(ctx context.Context, r actionRequest) (actionDone, error) {
-		_, err := h.Ledger.Reject(ctx, r.Action)
-		return actionDone{Message: "Rejected. The operation is FAILED_FINAL and will not be sent."}, err
-	})
+func (h *Console) Reject(c echo.Context) error { return h.act(c, models.ActionReject, h.reject) }
+
+func (h *Console) reject(ctx context.Context, r actionRequest) (actionDone, error) {
+	_, err := h.Ledger.Reject(ctx, r.Action)
+	return actionDone{Message: "Rejected. The operation is FAILED_FINAL and will not be sent."}, err
 }
 
 // Approve records a reviewer's approval; with the tool's count of distinct reviewers reached,
 // the operation runs. A tool no longer in the catalogue cannot be approved: how many approvals
 // it needs is unknown.
-func (h *Console) Approve(c echo.Context) error {
-	return h.act(c, models.ActionApprove, func(ctx context.Context, r actionRequest) (actionDone, error) {
-		tool, ok := h.Catalog.Get(r.Rec.Op.Tool)
-		if !ok {
-			return actionDone{}, &models.Error{Code: models.CodeInvalid,
-				Message: "the tool " + r.Rec.Op.Tool + " is no longer in the catalogue, so it cannot be approved; reject it instead"}
-		}
-		res, err := h.Ledger.Approve(ctx, r.Action, requiredApprovals(r.Rec.Op, tool), tool.Review.ApprovalTTL)
-		if err != nil {
-			return actionDone{}, err
-		}
-		if res.Count < res.Required {
-			return actionDone{Message: fmt.Sprintf("Approval recorded: %d of %d. It waits for %s from other reviewers.",
-				res.Count, res.Required, moreApprovals(res.Required-res.Count))}, nil
-		}
-		return actionDone{Message: fmt.Sprintf("Approved (%d of %d). The operation is PENDING and will be sent to the downstream shortly.",
-			res.Count, res.Required)}, nil
-	})
+func (h *Console) Approve(c echo.Context) error { return h.act(c, models.ActionApprove, h.approve) }
+
+func (h *Console) approve(ctx context.Context, r actionRequest) (actionDone, error) {
+	tool, ok := h.Catalog.Get(r.Rec.Op.Tool)
+	if !ok {
+		return actionDone{}, &models.Error{Code: models.CodeInvalid,
+			Message: "the tool " + r.Rec.Op.Tool + " is no longer in the catalogue, so it cannot be approved; reject it instead"}
+	}
+	res, err := h.Ledger.Approve(ctx, r.Action, requiredApprovals(r.Rec.Op, tool), tool.Review.ApprovalTTL)
+	if err != nil {
+		return actionDone{}, err
+	}
+	if res.Count < res.Required {
+		return actionDone{Message: fmt.Sprintf("Approval recorded: %d of %d. It waits for %s from other reviewers.",
+			res.Count, res.Required, moreApprovals(res.Required-res.Count))}, nil
+	}
+	return actionDone{Message: fmt.Sprintf("Approved (%d of %d). The operation is PENDING and will be sent to the downstream shortly.",
+		res.Count, res.Required)}, nil
 }
 
 // ProposeCompensation records the compensation of a SUCCEEDED operation, awaiting another

@@ -215,6 +215,38 @@ ALTER TABLE reviews ADD COLUMN claimed_until {{ts}};
 	// which keys are idle before revoking them.
 	{11, "api key last use", `ALTER TABLE api_keys ADD COLUMN last_used_at {{ts}};`},
 	{12, "console search and saved views", searchSchema},
+	// A bulk decision (the console): the operations a reviewer selected, with the state and
+	// attempt count each had when the reviewer confirmed (what "changed meanwhile" is judged
+	// against), and each one's outcome once applied. The decisions themselves are the
+	// operations' own review actions and audit entries; this only remembers the run.
+	{13, "bulk decisions", `
+CREATE TABLE bulk_decisions (
+	id         TEXT PRIMARY KEY,
+	actor      TEXT NOT NULL,
+	action     TEXT NOT NULL,
+	status     TEXT NOT NULL,
+	reason     TEXT,
+	left_out   INTEGER NOT NULL DEFAULT 0,
+	unseen     INTEGER NOT NULL DEFAULT 0,
+	capped     BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at {{ts}} NOT NULL,
+	applied_at {{ts}}
+);
+CREATE INDEX bulk_decisions_actor ON bulk_decisions (actor, created_at);
+CREATE TABLE bulk_decision_items (
+	bulk_id           TEXT NOT NULL REFERENCES bulk_decisions(id),
+	seq               INTEGER NOT NULL,
+	operation_id      TEXT NOT NULL,
+	tenant            TEXT NOT NULL,
+	op_key            TEXT NOT NULL,
+	tool              TEXT NOT NULL,
+	expected_state    TEXT NOT NULL,
+	expected_attempts INTEGER NOT NULL,
+	outcome           TEXT NOT NULL DEFAULT '',
+	message           TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (bulk_id, seq)
+);
+`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation
