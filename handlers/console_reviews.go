@@ -61,6 +61,7 @@ func (h *Console) Reviews(c echo.Context) error {
 		Reasons: reasonOptions(f.Reason),
 		Claims:  claimOptions(f.Claims),
 		List:    list,
+		Bulk:    bulkBar(v, "reviews", c.QueryParams(), len(list.Items), list.More),
 	}
 	p.Page.Scripts = []string{"console.js"}
 	if p.Views, err = h.savedViews(c, v, models.ViewPageReviews, c.QueryParams()); err != nil {
@@ -95,7 +96,7 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		every = defaultRefresh
 	}
 	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
-		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor}
+		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor, Pick: mayAct(v)}
 	var awaiting []string
 	for _, it := range items {
 		if it.State == models.StateAwaitingApproval {

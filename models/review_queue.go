@@ -51,8 +51,8 @@ type QueueItem struct {
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
 // more follow.
 func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]QueueItem, bool, error) {
-	if f.Limit <= 0 || f.Limit > 500 {
-		return nil, false, errorf(CodeInvalid, "limit must be between 1 and 500")
+	if f.Limit <= 0 || f.Limit > BulkLimit {
+		return nil, false, errorf(CodeInvalid, "limit must be between 1 and %d", BulkLimit)
 	}
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+

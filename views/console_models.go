@@ -60,6 +60,8 @@ type OperationRow struct {
 	// Attempts and ErrorClass ("" when none) are shown by the search's results.
 	Attempts   int
 	ErrorClass string
+	// Pick shows the row's checkbox for the bulk bar.
+	Pick bool
 }
 
 // DashboardPage is the overview.
@@ -85,6 +87,7 @@ type ReviewsPage struct {
 	Claims  []Option
 	List    ReviewList
 	Views   SavedViews
+	Bulk    *BulkBar // nil for those who may not decide
 }
 
 // ReviewList is the part of the review queue that refreshes itself.
@@ -100,6 +103,7 @@ type ReviewList struct {
 	// auditors, who read only.
 	CSRFToken string
 	CanClaim  bool
+	Pick      bool // rows have the bulk bar's checkbox
 }
 
 // ReviewRow is one open review: how long it has waited (Age), what is at stake (Summary, or
@@ -149,6 +153,7 @@ type SearchPage struct {
 	NextHref     string
 	Error        string
 	Views        SavedViews
+	Bulk         *BulkBar // nil for those who may not decide
 }
 
 // SavedViews is a page's panel of saved views: the viewer's own, as links, and the form that

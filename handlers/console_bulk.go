@@ -1,0 +1,399 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Bulk decisions: one review action with one reason over many operations. The list pages'
+// bar posts a selection (ticked rows, or all matching the list's filter, which travels as the
+// post's query string) to /bulk/review, which records a snapshot of the operations as they are
+// then and shows it for confirmation at /bulk/:id. /bulk/:id/apply decides each operation with
+// the same call the operation page's form uses (console_actions.go), against its snapshot:
+// one transaction and one audit entry per operation, every rule of the single action applied
+// as it is. The loop lives here, not in models, because what it loops over is the console's
+// actions (they consult the catalogue for approvals and reconcile); the ledger keeps only the
+// run (models/bulk.go).
+
+// bulkMaxAge is how long a confirmation page may be applied: a snapshot older than that is
+// too old to decide on, and the reviewer selects again.
+const bulkMaxAge = time.Hour
+
+// bulkActions are the actions a bulk decision can take, in the order the bar offers them,
+// with their labels and what each does to one operation.
+var bulkActions = []struct{ name, label, explain string }{
+	{models.ActionReconcileNow, "Ask the downstream now (reconcile)", "The gateway asks each operation's downstream whether it took effect. Nothing is sent again."},
+	{models.ActionConfirmNotExecuted, "Retry: confirm not executed", "Each operation goes back to PENDING and is sent to its downstream again, at once."},
+	{models.ActionMarkFailed, "Mark failed", "Each operation ends as FAILED_FINAL and is never sent again. This cannot be undone."},
+	{models.ActionApprove, "Approve", "Your approval counts once for each operation, for exactly its params; one with all its approvals runs."},
+	{models.ActionReject, "Reject", "Each operation ends as FAILED_FINAL and is never sent. This cannot be undone."},
+}
+
+// bulkLabel is an action's label, and whether a bulk decision takes it.
+func bulkLabel(name string) (label, explain string, ok bool) {
+	for _, a := range bulkActions {
+		if a.name == name {
+			return a.label, a.explain, true
+		}
+	}
+	return "", "", false
+}
+
+// bulkFuncs are the single actions a bulk decision calls, by name.
+func (h *Console) bulkFuncs() map[string]actionFunc {
+	return map[string]actionFunc{models.ActionReconcileNow: h.reconcileNow, models.ActionConfirmNotExecuted: h.confirmNotExecuted,
+		models.ActionMarkFailed: h.markFailed, models.ActionApprove: h.approve, models.ActionReject: h.reject}
+}
+
+// bulkBar is the bar of a list page for v, or nil when v may not decide. list is the page
+// ("reviews", "operations"), filter its query string, shown how many rows it shows and more
+// whether others match too.
+func bulkBar(v *Viewer, list string, filter url.Values, shown int, more bool) *views.BulkBar {
+	if !mayAct(v) {
+		return nil
+	}
+	q := url.Values{}
+	for k, vs := range filter {
+		if k != "before" { // all matching, not this page onward
+			q[k] = vs
+		}
+	}
+	b := &views.BulkBar{Action: "/bulk/review?" + q.Encode(), List: list, CSRFToken: v.CSRFToken,
+		All: fmt.Sprintf("All %d matching this filter", shown)}
+	if more {
+		b.All = fmt.Sprintf("All matching this filter (more than %d; at most %d at once)", shown, models.BulkLimit)
+	}
+	for _, a := range bulkActions {
+		b.Actions = append(b.Actions, views.Option{Value: a.name, Label: a.label})
+	}
+	return b
+}
+
+// BulkReview records the selection posted by a list's bar and shows it for confirmation.
+func (h *Console) BulkReview(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	if err := c.Request().ParseForm(); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	form := c.Request().PostForm
+	action := form.Get("bulk_action")
+	if _, _, ok := bulkLabel(action); !ok {
+		return echo.NewHTTPError(http.StatusBadRequest, "Choose an action for the selected operations.")
+	}
+	ids, capped := form["ids"], false
+	if form.Get("all") != "" {
+		if ids, capped, err = h.allMatching(c, v, form.Get("list")); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(ids) == 0:
+		return echo.NewHTTPError(http.StatusBadRequest, "No operation was selected: tick some rows, or “All matching this filter”. Nothing was changed.")
+	case len(ids) > models.BulkLimit:
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("At most %d operations can be decided at once. Nothing was changed.", models.BulkLimit))
+	}
+	b, err := h.Ledger.PrepareBulk(c.Request().Context(), v.Scope, models.BulkSelection{Actor: v.Actor(), Action: action, IDs: ids, Capped: capped})
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/bulk/"+url.PathEscape(b.ID))
+}
+
+// allMatching lists, in the list's order, the ids of the operations matching the filter in the
+// post's query string, within v's scope, at most models.BulkLimit; capped says more matched.
+func (h *Console) allMatching(c echo.Context, v *Viewer, list string) (ids []string, capped bool, err error) {
+	ctx := c.Request().Context()
+	switch list {
+	case "reviews":
+		f := reviewFilter(c)
+		f.Actor, f.Limit = v.Actor(), models.BulkLimit
+		items, more, err := h.Ledger.ReviewQueue(ctx, v.Scope, f)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, it := range items {
+			ids = append(ids, it.OperationID)
+		}
+		return ids, more, nil
+	case "operations":
+		s, err := operationSearch(c.QueryParams())
+		if err != nil {
+			return nil, false, echo.NewHTTPError(http.StatusBadRequest, err.Error())
+		}
+		s.Before, s.Limit = "", 500
+		for {
+			ops, more, err := h.Ledger.SearchOperations(ctx, v.Scope, s)
+			if err != nil {
+				return nil, false, err
+			}
+			for _, op := range ops {
+				ids = append(ids, op.ID)
+			}
+			if len(ids) >= models.BulkLimit {
+				return ids[:models.BulkLimit], more || len(ids) > models.BulkLimit, nil
+			}
+			if !more || len(ops) == 0 {
+				return ids, false, nil
+			}
+			s.Before = ops[len(ops)-1].ID
+		}
+	}
+	return nil, false, echo.NewHTTPError(http.StatusBadRequest, "The form did not say which list it came from.")
+}
+
+// viewedBulk is the bulk decision of the path's :id, for its actor or an admin; anyone else is
+// told it does not exist. Its operations are those within v's scope.
+func (h *Console) viewedBulk(c echo.Context) (*Viewer, *models.BulkDecision, error) {
+	v, err := currentViewer(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := h.Ledger.BulkDecision(c.Request().Context(), v.Scope, c.Param("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.Actor != v.Actor() && v.Role != models.RoleAdmin {
+		return nil, nil, &models.Error{Code: models.CodeNotFound, Message: "bulk decision not found"}
+	}
+	return v, b, nil
+}
+
+// Bulk shows a bulk decision: the confirmation while it is prepared, the result after.
+func (h *Console) Bulk(c echo.Context) error {
+	v, b, err := h.viewedBulk(c)
+	if err != nil {
+		return err
+	}
+	label, explain, _ := bulkLabel(b.Action)
+	p := views.BulkPage{Page: h.page(c, v, "Bulk decision", views.NavReviews), ID: b.ID, Action: label, Explain: explain,
+		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b)}
+	if f, ok := h.Sessions.TakeFlash(c); ok {
+		p.Notice, p.Reason = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}, f.Input.Reason
+	}
+	for _, it := range b.Items {
+		p.Rows = append(p.Rows, views.BulkRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Key: it.Key, Tool: it.Tool,
+			Tenant: it.Tenant, State: string(it.ExpectedState), Attempts: it.ExpectedAttempts, Outcome: it.Outcome, Message: it.Message})
+		switch it.Outcome {
+		case models.BulkDone:
+			p.Done++
+		case models.BulkRefused:
+			p.Refused++
+		default:
+			p.Untried++
+		}
+	}
+	if p.Prepared {
+		p.ApplyURL, p.CSRFToken = "/bulk/"+url.PathEscape(b.ID)+"/apply", v.CSRFToken
+		if b.Action == models.ActionConfirmNotExecuted {
+			p.Risk = h.riskWords(b.Items)
+		}
+		return renderPage(c, http.StatusOK, views.Bulk(p))
+	}
+	p.By, p.Stopped = models.ActorName(b.Actor), b.Status == models.BulkApplying
+	if b.AppliedAt != nil {
+		p.When = views.NewTime(*b.AppliedAt, time.Time{})
+	}
+	if b.Reason != nil {
+		p.AppliedReason = *b.Reason
+	}
+	return renderPage(c, http.StatusOK, views.Bulk(p))
+}
+
+// leftOut says what was selected but is not part of b.
+func leftOut(b *models.BulkDecision) []string {
+	var out []string
+	if b.Capped {
+		out = append(out, fmt.Sprintf("More than %d operations matched; only the first %d are included.", models.BulkLimit, models.BulkLimit))
+	}
+	if b.LeftOut > 0 {
+		st, _ := models.ActionAppliesTo(b.Action)
+		out = append(out, fmt.Sprintf("%s left out: not %s when selected, so this action does not apply.", countOps(b.LeftOut), st))
+	}
+	if b.Unseen > 0 {
+		out = append(out, fmt.Sprintf("%s left out: not found among your tenants' operations.", countOps(b.Unseen)))
+	}
+	if len(b.Items) == 0 && b.Status == models.BulkPrepared {
+		out = append(out, "Nothing is left to decide. Go back to the list and select again.")
+	}
+	return out
+}
+
+func countOps(n int) string {
+	if n == 1 {
+		return "1 operation"
+	}
+	return strconv.Itoa(n) + " operations"
+}
+
+// riskyTools counts, by tool, the items whose tool cannot recognise a repeat (the operation
+// page marks their retry "Risky"): a tool without key support, or no longer in the catalogue.
+func (h *Console) riskyTools(items []models.BulkItem) map[string]int {
+	out := map[string]int{}
+	for _, it := range items {
+		if tool, known := h.Catalog.Get(it.Tool); !known || !tool.RetrySafe() {
+			out[it.Tool]++
+		}
+	}
+	return out
+}
+
+// riskWords names the risk of a bulk retry, a sentence per tool that cannot recognise a repeat.
+func (h *Console) riskWords(items []models.BulkItem) []string {
+	risky := h.riskyTools(items)
+	tools := make([]string, 0, len(risky))
+	for t := range risky {
+		tools = append(tools, t)
+	}
+	slices.Sort(tools)
+	out := make([]string, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, fmt.Sprintf("%d of these go to %s, which cannot recognise a repeat; if the first attempt did reach it, "+
+			"this sends a second %s request.", risky[t], t, t))
+	}
+	return out
+}
+
+// BulkApply applies a prepared bulk decision, once, and shows its result.
+func (h *Console) BulkApply(c echo.Context) error {
+	v, b, err := h.viewedBulk(c)
+	if err != nil {
+		return err
+	}
+	page := "/bulk/" + url.PathEscape(b.ID)
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	again := func(kind views.NoticeKind, msg string) error {
+		h.Sessions.SetFlash(c, Flash{Kind: string(kind), Message: msg, Input: views.ActionInput{Reason: reason}})
+		return c.Redirect(http.StatusSeeOther, page)
+	}
+	switch {
+	case b.Actor != v.Actor():
+		return again(views.NoticeError, "Only "+models.ActorName(b.Actor)+", who prepared this bulk decision, can apply it. Nothing was changed.")
+	case b.Status != models.BulkPrepared:
+		return again(views.NoticeInfo, "This bulk decision has already been applied; nothing was done again.")
+	case reason == "":
+		return again(views.NoticeError, "Nothing was changed. A reason is required.")
+	}
+	skip := map[string]bool{}
+	if b.Action == models.ActionConfirmNotExecuted {
+		risky := h.riskyTools(b.Items)
+		switch risk := c.FormValue("risk"); {
+		case len(risky) > 0 && risk == "skip":
+			for t := range risky {
+				skip[t] = true
+			}
+		case len(risky) > 0 && risk != "accept":
+			RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review.bulk",
+				Detail: map[string]any{"bulk": b.ID, "action": b.Action, "refusal": "retry of tools without key support not confirmed"}})
+			return again(views.NoticeError, "Nothing was changed. Some of these cannot recognise a repeat: choose whether to retry them too or leave them out.")
+		}
+	}
+	// Once started, the run goes on if the browser goes away: half a run is harder to read.
+	ctx := context.WithoutCancel(c.Request().Context())
+	b, err = h.Ledger.StartBulk(ctx, v.Scope, v.Actor(), b.ID, reason, bulkMaxAge)
+	if models.ErrorCode(err) == models.CodeStale {
+		return again(views.NoticeInfo, sentence(errDetail(err)))
+	}
+	if err != nil {
+		return err
+	}
+	done, refused, err := h.applyBulk(ctx, c, v, b, reason, skip)
+	if err != nil {
+		return err
+	}
+	if err := h.Ledger.FinishBulk(ctx, b.ID); err != nil {
+		return err
+	}
+	if _, err := h.Ledger.Audit(ctx, models.AuditInput{Actor: v.Actor(), Action: "review.bulk", Outcome: "ok", RequestID: RequestID(c),
+		Detail: map[string]any{"bulk": b.ID, "action": b.Action, "reason": reason, "done": done, "refused": refused}}); err != nil {
+		return err
+	}
+	kind := views.NoticeSuccess
+	if refused > 0 {
+		kind = views.NoticeWarning
+	}
+	h.Sessions.SetFlash(c, Flash{Kind: string(kind), Message: fmt.Sprintf("%d done, %d refused. Each refusal says why below.", done, refused)})
+	return c.Redirect(http.StatusSeeOther, page)
+}
+
+// applyBulk decides each operation of b in turn and records its outcome. An error that is not
+// a refusal (the ledger unreachable) stops the run: the rest stay untried, and say so.
+func (h *Console) applyBulk(ctx context.Context, c echo.Context, v *Viewer, b *models.BulkDecision, reason string, skip map[string]bool) (done, refused int, err error) {
+	do := h.bulkFuncs()[b.Action]
+	for _, it := range b.Items {
+		outcome, msg := models.BulkRefused, ""
+		if skip[it.Tool] {
+			msg = it.Tool + " cannot recognise a repeat, and you chose to leave these out. Nothing was sent."
+		} else if outcome, msg, err = h.applyOne(ctx, c, v, b, it, reason, do); err != nil {
+			return done, refused, err
+		}
+		if err := h.Ledger.RecordBulkOutcome(ctx, b.ID, it.Seq, outcome, msg); err != nil {
+			return done, refused, err
+		}
+		if outcome == models.BulkDone {
+			done++
+		} else {
+			refused++
+		}
+	}
+	return done, refused, nil
+}
+
+// applyOne decides one operation through the single action's call, against the state and
+// attempt count the reviewer confirmed, and says what became of it.
+func (h *Console) applyOne(ctx context.Context, c echo.Context, v *Viewer, b *models.BulkDecision, it models.BulkItem, reason string, do actionFunc) (outcome, msg string, err error) {
+	rec, err := h.Ledger.OperationRecord(ctx, v.Scope, it.OperationID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return models.BulkRefused, "It is not among your tenants' operations.", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: reason}, Action: models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant,
+		OperationID: rec.Op.ID, Actor: v.Actor(), Reason: reason, ExpectedState: it.ExpectedState,
+		ExpectedAttempts: it.ExpectedAttempts, RequestID: RequestID(c)}}
+	res, err := do(ctx, r)
+	if err == nil {
+		return models.BulkDone, res.Message, nil
+	}
+	if !AnswerFor(err).Refusal {
+		return "", "", err
+	}
+	msg = bulkRefusal(err, it, rec.Op)
+	RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review." + b.Action, Tenant: rec.Op.Tenant,
+		OperationID: rec.Op.ID, Detail: map[string]any{"refusal": msg, "reason": reason, "bulk": b.ID,
+			"expected_state": string(it.ExpectedState), "state": string(rec.Op.State)}})
+	return models.BulkRefused, msg, nil
+}
+
+// bulkRefusal says in a sentence why the ledger refused one operation of a bulk decision.
+func bulkRefusal(err error, it models.BulkItem, read *models.Operation) string {
+	if models.ErrorCode(err) != models.CodeStale {
+		return sentence(errDetail(err))
+	}
+	now := read
+	if op := models.ErrorOperation(err); op != nil {
+		now = op
+	}
+	switch {
+	case now.State != it.ExpectedState:
+		return fmt.Sprintf("Changed meanwhile: it is %s now, not %s as when you confirmed. Nothing was changed; open it to decide again.",
+			now.State, it.ExpectedState)
+	case now.Attempts != it.ExpectedAttempts:
+		return fmt.Sprintf("Changed meanwhile: it has had %d attempts now, not %d as when you confirmed. Nothing was changed; open it to decide again.",
+			now.Attempts, it.ExpectedAttempts)
+	}
+	return sentence(errDetail(err))
+}

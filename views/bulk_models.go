@@ -1,0 +1,56 @@
+package views
+
+// BulkBar is the bar above a list that starts a bulk decision: the selected rows (their
+// checkboxes belong to its form), or all matching the list's filter.
+type BulkBar struct {
+	// Action is where the bar posts: /bulk/review with the list's filter as its query.
+	Action    string
+	List      string // "reviews" or "operations": the list the selection comes from
+	CSRFToken string
+	Actions   []Option
+	// All labels the "all matching this filter" choice, with the count when known.
+	All string
+}
+
+// BulkFormID is the id of the bulk bar's form, which the rows' checkboxes name.
+const BulkFormID = "bulk-form"
+
+// BulkPage is a bulk decision: before it is applied, the confirmation (Prepared); after, the
+// result.
+type BulkPage struct {
+	Page     Page
+	ID       string
+	Action   string // its label ("Mark failed")
+	Explain  string // what it does to each operation
+	Prepared bool
+	Notice   *NoticeText
+	// Left says what was selected but is not part of the decision, a sentence each.
+	Left []string
+	Rows []BulkRow
+	// The confirmation's form.
+	ApplyURL  string
+	CSRFToken string
+	Reason    string // kept after a refused apply
+	// Risk, for a retry, names the tools that cannot recognise a repeat; the form then asks
+	// for a second, explicit choice.
+	Risk []string
+	// The result.
+	Done, Refused, Untried int
+	By                     string
+	When                   Time
+	AppliedReason          string
+	Stopped                bool // the apply stopped half-way: some were not tried
+}
+
+// BulkRow is one operation of a bulk decision.
+type BulkRow struct {
+	Href     string
+	Key      string
+	Tool     string
+	Tenant   string
+	State    string // as when the reviewer confirmed
+	Attempts int
+	Outcome  string // done, refused or "" (not tried)
+	Message  string
+	ID       string
+}
