@@ -113,20 +113,20 @@ func BulkDecisionBar(b BulkBar) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "</select></div><label class=\"bulk-bar__all\"><input type=\"checkbox\" name=\"all\" value=\"1\" data-testid=\"bulk-all\"> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "</select></div><label class=\"bulk-bar__all\"><input type=\"checkbox\" name=\"all\" value=\"1\" data-testid=\"bulk-all\"> <span data-testid=\"bulk-all-label\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(b.All)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/bulk.templ`, Line: 22, Col: 10}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/bulk.templ`, Line: 22, Col: 45}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</label><div class=\"actions\"><button type=\"submit\" class=\"button\" data-testid=\"bulk-continue\">Continue</button> <span class=\"hint\">Tick rows below, or all matching. You confirm on the next page, with a reason.</span></div></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</span></label><div class=\"actions\"><button type=\"submit\" class=\"button\" data-testid=\"bulk-continue\">Continue</button> <span class=\"hint\">Tick rows below, or all matching. You confirm on the next page, with a reason.</span></div></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
