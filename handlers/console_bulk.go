@@ -195,6 +195,8 @@ func (h *Console) Bulk(c echo.Context) error {
 			p.Untried++
 		}
 	}
+	// What was refused (or not tried) is what needs a person next: it comes first.
+	slices.SortStableFunc(p.Rows, func(a, b views.BulkRow) int { return outcomeRank(a.Outcome) - outcomeRank(b.Outcome) })
 	if p.Prepared {
 		p.ApplyURL, p.CSRFToken = "/bulk/"+url.PathEscape(b.ID)+"/apply", v.CSRFToken
 		if b.Action == models.ActionConfirmNotExecuted {
@@ -210,6 +212,17 @@ func (h *Console) Bulk(c echo.Context) error {
 		p.AppliedReason = *b.Reason
 	}
 	return renderPage(c, http.StatusOK, views.Bulk(p))
+}
+
+// outcomeRank orders a result's rows: refused, not tried, done.
+func outcomeRank(outcome string) int {
+	switch outcome {
+	case models.BulkRefused:
+		return 0
+	case models.BulkDone:
+		return 2
+	}
+	return 1
 }
 
 // leftOut says what was selected but is not part of b.

@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/idemgate/idemgate/internal/consoletest"
@@ -42,10 +43,11 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
+	prepared, applied := bulkPages(t, con, "user:ada@example.com", long.ID, refund.ID)
 	pages := []string{"/", "/reviews", "/reviews?tool=tickets.create", "/operations", "/operations?state=UNKNOWN",
 		"/operations?key=order-1046&param=subject+%3D+x&tool=tickets.create", "/operations?param=card_number+%3D+1", "/operations/" + refund.ID,
 		"/operations/" + long.ID, "/operations/" + comp.ID, "/workflows/" + *long.WorkflowRunID, "/audit", "/exports",
-		"/admin", "/admin/webhooks", "/problems"}
+		"/admin", "/admin/webhooks", "/problems", prepared, applied}
 	signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("state-counts")))
 	for _, width := range []int64{1440, 390} {
@@ -90,4 +92,24 @@ func mustSucceed(t *testing.T, con *consoletest.Console) *models.Operation {
 	return con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1047:ticket", Tool: "tickets.create",
 		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
 			To: models.StateSucceeded, Result: []byte(`{"id":"T-47"}`), DownstreamRef: "T-47"}})
+}
+
+// bulkPages records, through the ledger, two bulk decisions of actor over ids: a retry
+// awaiting confirmation and a mark-failed applied with a long refusal, and returns their
+// pages.
+func bulkPages(t *testing.T, con *consoletest.Console, actor string, ids ...string) (prepared, applied string) {
+	t.Helper()
+	ctx, all := t.Context(), models.AllTenants()
+	p, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{Actor: actor, Action: models.ActionConfirmNotExecuted, IDs: ids})
+	require.NoError(t, err)
+	a, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{Actor: actor, Action: models.ActionMarkFailed, IDs: ids})
+	require.NoError(t, err)
+	_, err = con.Ledger.StartBulk(ctx, all, actor, a.ID, "Provider outage 4711: none of these went out, as the provider's own log shows.", time.Hour)
+	require.NoError(t, err)
+	for _, it := range a.Items {
+		require.NoError(t, con.Ledger.RecordBulkOutcome(ctx, a.ID, it.Seq, models.BulkRefused,
+			"Changed meanwhile: it has had 2 attempts now, not 1 as when you confirmed. Nothing was changed; open it to decide again."))
+	}
+	require.NoError(t, con.Ledger.FinishBulk(ctx, a.ID))
+	return "/bulk/" + p.ID, "/bulk/" + a.ID
 }

@@ -1,0 +1,84 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/idemgate/idemgate/internal/consoletest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An outage left fifty refunds UNKNOWN. A reviewer selects all of them in the queue with one
+// tick, marks them failed with one reason, and while the confirmation page is open another
+// reviewer retries one of them. The result page says 49 done and 1 refused because it changed
+// meanwhile, and the ledger agrees.
+func TestBrowserBulkDecisionOverFifty(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	var ops []*models.Operation
+	for i := range 50 {
+		ops = append(ops, con.Operation(t, consoletest.Seed{Tenant: "acme", Key: fmt.Sprintf("order-%d:refund", 6000+i),
+			Tool: "refunds.issue", Params: fmt.Sprintf(`{"amount_cents":%d,"currency":"EUR","order_id":"%d"}`, 1000+i, 6000+i),
+			Unknown: true, Review: true}))
+	}
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("bulk-bar")))
+	assert.Equal(t, 50, count(t, ctx, testID("bulk-pick")))
+	assert.Equal(t, "All 50 matching this filter", value(t, ctx, chromedp.Text(testID("bulk-all-label"))))
+	run(t, ctx,
+		chromedp.SetValue(testID("bulk-action"), models.ActionMarkFailed),
+		chromedp.Click(testID("bulk-all")),
+		chromedp.Click(testID("bulk-continue")),
+		chromedp.WaitVisible(testID("bulk-apply-form")),
+	)
+	assert.Equal(t, "Mark failed: 50 operations", value(t, ctx, chromedp.Text(testID("bulk-heading"))))
+	assert.Equal(t, 50, count(t, ctx, testID("bulk-row")))
+	confirmURL := value(t, ctx, chromedp.Location())
+
+	// Another reviewer retries one of them while the page is open.
+	changed := ops[31]
+	_, err := con.Ledger.ConfirmNotExecuted(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme",
+		OperationID: changed.ID, Actor: "user:ravi@example.com", Reason: "Not in the payment system.",
+		ExpectedState: models.StateUnknown, ExpectedAttempts: changed.Attempts})
+	require.NoError(t, err)
+
+	run(t, ctx,
+		chromedp.SendKeys(testID("bulk-reason"), "Provider outage 4711: the provider confirmed none of these refunds went out."),
+		chromedp.Click(testID("bulk-apply")),
+		chromedp.WaitVisible(testID("bulk-done")),
+	)
+	assert.Equal(t, confirmURL, value(t, ctx, chromedp.Location()), "the result is shown where the confirmation was")
+	assert.Equal(t, "49", value(t, ctx, chromedp.Text(testID("bulk-done"))))
+	assert.Equal(t, "1", value(t, ctx, chromedp.Text(testID("bulk-refused"))))
+	refusedRow := `[data-testid="bulk-row"][data-outcome="refused"]`
+	assert.Equal(t, changed.ID, value(t, ctx, chromedp.AttributeValue(refusedRow, "data-operation-id")).Value)
+	assert.Contains(t, value(t, ctx, chromedp.Text(refusedRow+" "+testID("bulk-outcome"))),
+		"Changed meanwhile: it is PENDING now, not UNKNOWN as when you confirmed.")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "49 done, 1 refused")
+	screenshot(t, ctx, "bulk-result")
+
+	for _, op := range ops {
+		want := models.StateFailedFinal
+		if op.ID == changed.ID {
+			want = models.StatePending
+		}
+		rec := waitFor(t, con, op, want)
+		if op.ID != changed.ID {
+			require.NotNil(t, rec.Op.ErrorMessage)
+			assert.True(t, strings.Contains(*rec.Op.ErrorMessage, "Provider outage 4711"), *rec.Op.ErrorMessage)
+		}
+	}
+
+	// The back button and the same form again: nothing more happens.
+	run(t, ctx, chromedp.NavigateBack(), chromedp.WaitVisible(testID("bulk-heading")))
+	run(t, ctx, chromedp.Navigate(confirmURL), chromedp.WaitVisible(testID("bulk-done")))
+	assert.Zero(t, count(t, ctx, testID("bulk-apply-form")), "an applied decision offers no second apply")
+	assert.Equal(t, models.StatePending, waitFor(t, con, changed, models.StatePending).Op.State)
+}
