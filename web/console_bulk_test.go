@@ -254,3 +254,40 @@ func TestBulkBarOnLists(t *testing.T) {
 	p = desk.aud.Post(t, "/bulk/review", url.Values{"list": {"reviews"}, "all": {"1"}, "bulk_action": {models.ActionMarkFailed}})
 	assert.Equal(t, http.StatusForbidden, p.Status)
 }
+
+// "All matching" on the operations list takes the list's filter from the bar's address, not
+// the page's cursor: every operation of the filter, and of those only the ones the action
+// applies to; the confirmation says how many were left out and why.
+func TestBulkAllMatchingOperations(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		a, b := desk.unknown(t, "acme", "order-1:refund"), desk.unknown(t, "acme", "order-2:refund")
+		failed := desk.unknown(t, "acme", "order-3:refund")
+		_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: failed.ID,
+			Actor: desk.ritaID, Reason: "Not there.", ExpectedState: models.StateUnknown, ExpectedAttempts: failed.Attempts})
+		require.NoError(t, err)
+		globex := desk.unknown(t, "globex", "order-4:refund")
+
+		list := desk.ravi.Get(t, "/operations?tenant=acme&before=op_ZZZZZZZZZZZZZZZZZZZZZZZZZZ")
+		action := list.Attrs("bulk-bar", "action")
+		require.Len(t, action, 1)
+		assert.Equal(t, "/bulk/review?tenant=acme", action[0], "the filter without the cursor")
+		path := prepareBulk(t, desk.ravi, url.Values{"tenant": {"acme"}},
+			url.Values{"list": {"operations"}, "all": {"1"}, "bulk_action": {models.ActionReconcileNow}})
+		confirm := desk.ravi.Last
+		assert.ElementsMatch(t, []string{a.ID, b.ID}, confirm.Attrs("bulk-row", "data-operation-id"))
+		assert.Equal(t, []string{"1 operation left out: not UNKNOWN when selected, so this action does not apply."}, confirm.TestIDs("bulk-left-out"))
+		assert.Empty(t, confirm.TestIDs("bulk-risk"), "asking the downstream sends nothing")
+
+		result := applyBulk(t, desk.ravi, path, url.Values{"reason": {"Outage over; ask again."}})
+		assert.Equal(t, []string{"2"}, result.TestIDs("bulk-done"))
+		for _, op := range []*models.Operation{a, b} {
+			rec := desk.record(t, op)
+			assert.Equal(t, models.StateUnknown, rec.Op.State)
+			assert.Equal(t, []string{desk.raviID + " " + models.ActionReconcileNow}, reviewActions(rec))
+		}
+		assert.Empty(t, reviewActions(desk.record(t, globex)))
+	})
+}
