@@ -33,7 +33,7 @@ const bulkMaxAge = time.Hour
 // with their labels and what each does to one operation.
 var bulkActions = []struct{ name, label, explain string }{
 	{models.ActionReconcileNow, "Ask the downstream now (reconcile)", "The gateway asks each operation's downstream whether it took effect. Nothing is sent again."},
-	{models.ActionConfirmNotExecuted, "Retry: confirm not executed", "Each operation goes back to PENDING and is sent to its downstream again, at once."},
+	{models.ActionConfirmNotExecuted, "Retry (confirm not executed)", "Each operation goes back to PENDING and is sent to its downstream again, at once."},
 	{models.ActionMarkFailed, "Mark failed", "Each operation ends as FAILED_FINAL and is never sent again. This cannot be undone."},
 	{models.ActionApprove, "Approve", "Your approval counts once for each operation, for exactly its params; one with all its approvals runs."},
 	{models.ActionReject, "Reject", "Each operation ends as FAILED_FINAL and is never sent. This cannot be undone."},

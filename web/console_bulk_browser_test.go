@@ -82,3 +82,50 @@ func TestBrowserBulkDecisionOverFifty(t *testing.T) {
 	assert.Zero(t, count(t, ctx, testID("bulk-apply-form")), "an applied decision offers no second apply")
 	assert.Equal(t, models.StatePending, waitFor(t, con, changed, models.StatePending).Op.State)
 }
+
+// A bulk retry over refunds (the downstream cannot recognise a repeat) and a ticket (it can):
+// the confirmation names the risk and the count, the form cannot be sent without the second
+// choice, and with "retry them too" every one goes back to PENDING.
+func TestBrowserBulkRetryNamesTheRisk(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	var ops []*models.Operation
+	for i := range 3 {
+		ops = append(ops, con.Operation(t, consoletest.Seed{Tenant: "acme", Key: fmt.Sprintf("order-%d:refund", 7000+i),
+			Tool: "refunds.issue", Params: fmt.Sprintf(`{"amount_cents":500,"currency":"EUR","order_id":"%d"}`, 7000+i),
+			Unknown: true, Review: true}))
+	}
+	ops = append(ops, con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-7100:ticket", Tool: "tickets.create",
+		Params: `{"subject":"Printer on fire"}`, Unknown: true, Review: true}))
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("bulk-bar")))
+	for _, op := range ops {
+		run(t, ctx, chromedp.Click(`[data-testid="review-row"][data-operation-id="`+op.ID+`"] `+testID("bulk-pick")))
+	}
+	run(t, ctx,
+		chromedp.SetValue(testID("bulk-action"), models.ActionConfirmNotExecuted),
+		chromedp.Click(testID("bulk-continue")),
+		chromedp.WaitVisible(testID("bulk-risk")),
+	)
+	assert.Equal(t, "3 of these go to refunds.issue, which cannot recognise a repeat; if the first attempt did reach it, "+
+		"this sends a second refunds.issue request.", value(t, ctx, chromedp.Text(testID("bulk-risk-text"))))
+	screenshot(t, ctx, "bulk-retry-confirm")
+
+	// Without the second choice the browser does not send the form.
+	run(t, ctx, chromedp.SendKeys(testID("bulk-reason"), "None of these reached the provider (its log for the outage)."),
+		chromedp.Click(testID("bulk-apply")))
+	assert.False(t, value(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="bulk-apply-form"]').checkValidity()`)))
+	assert.Equal(t, 1, count(t, ctx, testID("bulk-apply-form")))
+	for _, op := range ops {
+		assert.Equal(t, models.StateUnknown, waitFor(t, con, op, models.StateUnknown).Op.State)
+	}
+
+	run(t, ctx, chromedp.Click(testID("bulk-risk-accept")), chromedp.Click(testID("bulk-apply")), chromedp.WaitVisible(testID("bulk-done")))
+	assert.Equal(t, "4", value(t, ctx, chromedp.Text(testID("bulk-done"))))
+	for _, op := range ops {
+		waitFor(t, con, op, models.StatePending)
+	}
+}
