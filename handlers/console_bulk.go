@@ -180,7 +180,7 @@ func (h *Console) Bulk(c echo.Context) error {
 	label, explain, _ := bulkLabel(b.Action)
 	p := views.BulkPage{Page: h.page(c, v, "Bulk decision", views.NavReviews), ID: b.ID, Action: label, Explain: explain,
 		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b)}
-	if f, ok := h.Sessions.TakeFlash(c); ok {
+	if f, ok := h.takeFlash(c); ok {
 		p.Notice, p.Reason = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}, f.Input.Reason
 	}
 	for _, it := range b.Items {
