@@ -197,6 +197,10 @@ func (h *Console) Bulk(c echo.Context) error {
 	}
 	// What was refused (or not tried) is what needs a person next: it comes first.
 	slices.SortStableFunc(p.Rows, func(a, b views.BulkRow) int { return outcomeRank(a.Outcome) - outcomeRank(b.Outcome) })
+	if p.Prepared && b.Actor != v.Actor() {
+		p.Left = append(p.Left, "Prepared by "+models.ActorName(b.Actor)+", who alone can apply it.")
+		return renderPage(c, http.StatusOK, views.Bulk(p))
+	}
 	if p.Prepared {
 		p.ApplyURL, p.CSRFToken = "/bulk/"+url.PathEscape(b.ID)+"/apply", v.CSRFToken
 		if b.Action == models.ActionConfirmNotExecuted {

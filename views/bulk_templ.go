@@ -417,7 +417,7 @@ func bulkBody(p BulkPage) templ.Component {
 			}
 		}
 		if p.Prepared {
-			if len(p.Rows) > 0 {
+			if len(p.Rows) > 0 && p.ApplyURL != "" {
 				templ_7745c5c3_Err = bulkApplyForm(p).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

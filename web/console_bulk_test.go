@@ -190,6 +190,15 @@ func TestBulkOtherTenantRefused(t *testing.T) {
 		p := desk.rita.Post(t, ravis+"/apply", url.Values{"reason": {"Mine now."}, "csrf_token": {confirm.CSRF()}})
 		assert.Equal(t, http.StatusNotFound, p.Status)
 		assert.Equal(t, models.StateUnknown, stateOf(t, desk.con, theirs.ID))
+
+		// An admin sees it, without a form to apply it: it is Ravi's decision.
+		admin := desk.con.NewBrowser(t)
+		admin.MustLogin(t, "ada@example.com", desk.con.User(t, "ada@example.com", models.RoleAdmin))
+		page := admin.Get(t, ravis)
+		require.Equal(t, http.StatusOK, page.Status)
+		assert.Equal(t, []string{theirs.ID}, page.Attrs("bulk-row", "data-operation-id"))
+		assert.Empty(t, page.TestIDs("bulk-apply-form"))
+		assert.Contains(t, page.TestIDs("bulk-left-out"), "Prepared by ravi@example.com, who alone can apply it.")
 	})
 }
 
