@@ -56,19 +56,14 @@ func (h *Console) bulkFuncs() map[string]actionFunc {
 }
 
 // bulkBar is the bar of a list page for v, or nil when v may not decide. list is the page
-// ("reviews", "operations"), filter its query string, shown how many rows it shows and more
-// whether others match too.
+// ("reviews", "operations"), filter its filters alone (searchQuery, reviewQuery: all matching,
+// not from this page's cursor on), shown how many rows it shows and more whether others match
+// too.
 func bulkBar(v *Viewer, list string, filter url.Values, shown int, more bool) *views.BulkBar {
 	if !mayAct(v) {
 		return nil
 	}
-	q := url.Values{}
-	for k, vs := range filter {
-		if k != "before" { // all matching, not this page onward
-			q[k] = vs
-		}
-	}
-	b := &views.BulkBar{Action: "/bulk/review?" + q.Encode(), List: list, CSRFToken: v.CSRFToken,
+	b := &views.BulkBar{Action: "/bulk/review?" + filter.Encode(), List: list, CSRFToken: v.CSRFToken,
 		All: fmt.Sprintf("All %d matching this filter", shown)}
 	if more {
 		b.All = fmt.Sprintf("All matching this filter (more than %d; at most %d at once)", shown, models.BulkLimit)
@@ -130,8 +125,11 @@ func (h *Console) allMatching(c echo.Context, v *Viewer, list string) (ids []str
 		return ids, more, nil
 	case "operations":
 		s, err := operationSearch(c.QueryParams())
+		if err == nil {
+			err = h.refuseSensitive(&s) // as the list does: the same operations, or none
+		}
 		if err != nil {
-			return nil, false, echo.NewHTTPError(http.StatusBadRequest, sentence(err.Error()))
+			return nil, false, echo.NewHTTPError(http.StatusBadRequest, err.Error())
 		}
 		s.Before, s.Limit = "", 500
 		for {

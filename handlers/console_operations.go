@@ -51,7 +51,7 @@ func (h *Console) Operations(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, OperationHref(ops[0].ID))
 	}
 	p.Rows = operationRows(ops, h.now())
-	if p.Bulk = bulkBar(v, "operations", q, len(p.Rows), more || s.Before != ""); p.Bulk != nil {
+	if p.Bulk = bulkBar(v, "operations", searchQuery(q), len(p.Rows), more || s.Before != ""); p.Bulk != nil {
 		for i := range p.Rows {
 			p.Rows[i].Pick = true
 		}

@@ -61,7 +61,7 @@ func (h *Console) Reviews(c echo.Context) error {
 		Reasons: reasonOptions(f.Reason),
 		Claims:  claimOptions(f.Claims),
 		List:    list,
-		Bulk:    bulkBar(v, "reviews", c.QueryParams(), len(list.Items), list.More),
+		Bulk:    bulkBar(v, "reviews", reviewQuery(c.QueryParams()), len(list.Items), list.More),
 	}
 	p.Page.Scripts = []string{"console.js"}
 	if p.Views, err = h.savedViews(c, v, models.ViewPageReviews, c.QueryParams()); err != nil {

@@ -298,5 +298,15 @@ func TestBulkAllMatchingOperations(t *testing.T) {
 			assert.Equal(t, []string{desk.raviID + " " + models.ActionReconcileNow}, reviewActions(rec))
 		}
 		assert.Empty(t, reviewActions(desk.record(t, globex)))
+
+		// The search's own filters mean the same operations here: a param's value finds one,
+		// and a sensitive param is refused before anything is read.
+		prepareBulk(t, desk.ravi, url.Values{"param": {"order_id = order-2:refund"}},
+			url.Values{"list": {"operations"}, "all": {"1"}, "bulk_action": {models.ActionMarkFailed}})
+		assert.Equal(t, []string{b.ID}, desk.ravi.Last.Attrs("bulk-row", "data-operation-id"))
+		p := desk.ravi.Post(t, "/bulk/review?param=card_number+%3D+4111", url.Values{"list": {"operations"}, "all": {"1"},
+			"bulk_action": {models.ActionMarkFailed}})
+		assert.Equal(t, http.StatusBadRequest, p.Status)
+		assert.Contains(t, p.Body, "sensitive param")
 	})
 }
