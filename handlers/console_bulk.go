@@ -281,6 +281,27 @@ func (h *Console) riskWords(items []models.BulkItem) []string {
 	return out
 }
 
+// riskChoice reads the second confirmation of a bulk retry (the form's risk: accept or skip):
+// the tools to leave out, and whether the choice was made where one is needed, that is when
+// the retry includes tools that cannot recognise a repeat.
+func (h *Console) riskChoice(b *models.BulkDecision, choice string) (skip map[string]bool, chosen bool) {
+	if b.Action != models.ActionConfirmNotExecuted {
+		return nil, true
+	}
+	risky := h.riskyTools(b.Items)
+	switch {
+	case len(risky) == 0 || choice == "accept":
+		return nil, true
+	case choice == "skip":
+		skip = make(map[string]bool, len(risky))
+		for t := range risky {
+			skip[t] = true
+		}
+		return skip, true
+	}
+	return nil, false
+}
+
 // BulkApply applies a prepared bulk decision, once, and shows its result.
 func (h *Console) BulkApply(c echo.Context) error {
 	v, b, err := h.viewedBulk(c)
@@ -301,19 +322,11 @@ func (h *Console) BulkApply(c echo.Context) error {
 	case reason == "":
 		return again(views.NoticeError, "Nothing was changed. A reason is required.")
 	}
-	skip := map[string]bool{}
-	if b.Action == models.ActionConfirmNotExecuted {
-		risky := h.riskyTools(b.Items)
-		switch risk := c.FormValue("risk"); {
-		case len(risky) > 0 && risk == "skip":
-			for t := range risky {
-				skip[t] = true
-			}
-		case len(risky) > 0 && risk != "accept":
-			RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review.bulk",
-				Detail: map[string]any{"bulk": b.ID, "action": b.Action, "refusal": "retry of tools without key support not confirmed"}})
-			return again(views.NoticeError, "Nothing was changed. Some of these cannot recognise a repeat: choose whether to retry them too or leave them out.")
-		}
+	skip, chosen := h.riskChoice(b, c.FormValue("risk"))
+	if !chosen {
+		RecordRefusal(c, h.Ledger, h.Log, models.AuditInput{Actor: v.Actor(), Action: "review.bulk",
+			Detail: map[string]any{"bulk": b.ID, "action": b.Action, "refusal": "retry of tools without key support not confirmed"}})
+		return again(views.NoticeError, "Nothing was changed. Some of these cannot recognise a repeat: choose whether to retry them too or leave them out.")
 	}
 	// Once started, the run goes on if the browser goes away: half a run is harder to read.
 	ctx := context.WithoutCancel(c.Request().Context())

@@ -195,7 +195,7 @@ func (l *Ledger) StartBulk(ctx context.Context, s Scope, actor, id, reason strin
 		if b.Status != BulkPrepared {
 			return nil, errorf(CodeStale, "this bulk decision has already been applied; nothing was done again")
 		}
-		return nil, errorf(CodeStale, "this bulk decision was prepared more than %s ago; select the operations again", maxAge)
+		return nil, errorf(CodeStale, "this bulk decision was prepared more than %d minutes ago; select the operations again", int(maxAge.Minutes()))
 	})
 	if err != nil {
 		return nil, err
