@@ -92,8 +92,12 @@ func TestBrowserQueueClaimsAndDeadlines(t *testing.T) {
 	)
 	rows := value(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="review-row"]').length`))
 	assert.Equal(t, 1, rows, "only the review Rita took")
+	// The queue comes back after the post: wait for the page to be replaced, not for elements
+	// the old page already shows.
 	run(t, ctx,
+		leaving(),
 		chromedp.Click(row(unknown)+testID("review-release")),
+		left(),
 		chromedp.WaitVisible(testID("review-filters")),
 	)
 	items, _, err := con.Ledger.ReviewQueue(t.Context(), models.AllTenants(), models.ReviewFilter{Claims: models.ClaimsNone, Limit: 10})
