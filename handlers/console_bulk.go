@@ -64,14 +64,20 @@ func bulkBar(v *Viewer, list string, filter url.Values, shown int, more bool) *v
 		return nil
 	}
 	b := &views.BulkBar{Action: "/bulk/review?" + filter.Encode(), List: list, CSRFToken: v.CSRFToken,
-		All: fmt.Sprintf("All %d matching this filter", shown)}
-	if more {
-		b.All = fmt.Sprintf("All matching this filter (more than %d; at most %d at once)", shown, models.BulkLimit)
-	}
+		All: bulkAllLabel(shown, more)}
 	for _, a := range bulkActions {
 		b.Actions = append(b.Actions, views.Option{Value: a.name, Label: a.label})
 	}
 	return b
+}
+
+// bulkAllLabel is the bar's "all matching" choice for a list that shows shown rows, with more
+// matching beyond them or not.
+func bulkAllLabel(shown int, more bool) string {
+	if more {
+		return fmt.Sprintf("All matching this filter (more than %d; at most %d at once)", shown, models.BulkLimit)
+	}
+	return fmt.Sprintf("All %d matching this filter", shown)
 }
 
 // BulkReview records the selection posted by a list's bar and shows it for confirmation.

@@ -96,7 +96,8 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		every = defaultRefresh
 	}
 	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
-		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor, Pick: mayAct(v)}
+		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor, Pick: mayAct(v),
+		BulkAll: bulkAllLabel(len(items), more)}
 	var awaiting []string
 	for _, it := range items {
 		if it.State == models.StateAwaitingApproval {

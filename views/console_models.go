@@ -104,6 +104,9 @@ type ReviewList struct {
 	CSRFToken string
 	CanClaim  bool
 	Pick      bool // rows have the bulk bar's checkbox
+	// BulkAll is the bulk bar's "all matching" label for this list, which console.js copies
+	// into the bar when it swaps the list in, so the count follows the queue.
+	BulkAll string
 }
 
 // ReviewRow is one open review: how long it has waited (Age), what is at stake (Summary, or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/idemgate/idemgate/internal/consoletest"
@@ -128,4 +129,27 @@ func TestBrowserBulkRetryNamesTheRisk(t *testing.T) {
 	for _, op := range ops {
 		waitFor(t, con, op, models.StatePending)
 	}
+}
+
+// The queue refreshes itself; the bar's "all matching" count follows it, so the label says
+// what "all" will take when the bar is sent.
+func TestBrowserBulkAllCountFollowsTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.SQLite, consoletest.Options{ReviewRefresh: 200 * time.Millisecond})
+	seed := func(i int) *models.Operation {
+		return con.Operation(t, consoletest.Seed{Tenant: "acme", Key: fmt.Sprintf("order-%d:refund", 8000+i),
+			Tool: "refunds.issue", Params: fmt.Sprintf(`{"amount_cents":500,"currency":"EUR","order_id":"%d"}`, 8000+i),
+			Unknown: true, Review: true})
+	}
+	seed(0)
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("bulk-bar")))
+	assert.Equal(t, "All 1 matching this filter", value(t, ctx, chromedp.Text(testID("bulk-all-label"))))
+	seed(1)
+	run(t, ctx, chromedp.WaitVisible(`[data-testid="review-list"][data-bulk-all="All 2 matching this filter"]`))
+	run(t, ctx, chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="bulk-all-label"]').textContent === "All 2 matching this filter"`))
+	assert.Equal(t, 2, count(t, ctx, testID("bulk-pick")))
 }

@@ -424,6 +424,12 @@
           var node = document.importNode(fresh, true);
           localTimes(node);
           current.replaceWith(node);
+          // The bulk bar's "all matching" counts what the list now holds ("all" is read
+          // again when the bar is sent, so the label is what it will take).
+          var all = document.querySelector('[data-testid="bulk-all-label"]');
+          if (all && node.getAttribute("data-bulk-all")) {
+            all.textContent = node.getAttribute("data-bulk-all");
+          }
         }
         schedule();
       })
