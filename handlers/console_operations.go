@@ -249,10 +249,8 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice
-	// A version that cannot be read leaves the page as it is, without live updates.
-	if ver, err := h.Ledger.OperationVersion(c.Request().Context(), v.Scope, rec.Op.ID); err == nil {
-		p.LiveVersion, p.LiveSrc = ver, OperationHref(rec.Op.ID)+"/version"
-	}
+	// The version of what the page shows, from the same record: the live check compares it.
+	p.LiveVersion, p.LiveSrc = rec.Version(), OperationHref(rec.Op.ID)+"/version"
 	panel := h.actionPanel(v, rec, now, refused)
 	p.Actions = views.ActionsPanel(panel)
 	return renderPage(c, status, views.Operation(p))

@@ -32,9 +32,21 @@ func (l *Ledger) OperationVersion(ctx context.Context, s Scope, id string) (stri
 	if row.Tenant == "" || !s.Allows(row.Tenant) {
 		return "", errorf(CodeNotFound, "operation not found")
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%d|%d|%v|%v|%d|%d", row.State, row.Attempts, row.Probes,
-		deref(row.ReviewID), deref(row.CompensatedBy), row.UpdatedAt.UnixNano(), row.Events))
-	return hex.EncodeToString(sum[:8]), nil
+	return versionOf(row.State, row.Attempts, row.Probes, row.ReviewID, row.CompensatedBy, row.UpdatedAt, row.Events), nil
+}
+
+// Version is OperationVersion of the operation as this record holds it: the page rendered from
+// the record carries the version of what it shows, so a change made while it was read is seen
+// at the page's first check, never taken as already shown.
+func (r *OperationRecord) Version() string {
+	op := r.Op
+	return versionOf(op.State, op.Attempts, op.Probes, op.ReviewID, op.CompensatedBy, op.UpdatedAt, int64(len(r.Events)))
+}
+
+func versionOf(state State, attempts, probes int, reviewID, compensatedBy *string, updated time.Time, events int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%d|%d|%v|%v|%d|%d", state, attempts, probes,
+		deref(reviewID), deref(compensatedBy), updated.UnixNano(), events))
+	return hex.EncodeToString(sum[:8])
 }
 
 func deref(s *string) string {

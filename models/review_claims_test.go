@@ -100,6 +100,9 @@ func TestOperationVersion(t *testing.T) {
 		again, err := l.OperationVersion(ctx, models.OnlyTenants("acme"), s.Op.ID)
 		require.NoError(t, err)
 		assert.Equal(t, before, again, "nothing changed")
+		rec, err := l.OperationRecord(ctx, models.OnlyTenants("acme"), s.Op.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before, rec.Version(), "the record's version is the one the page will be asked for")
 		// An approval of two adds an event and leaves the row as it was.
 		_, err = l.Approve(ctx, models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: s.Op.ID,
 			Actor: "user:ann@example.com", Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 2, time.Hour)
