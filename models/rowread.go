@@ -55,6 +55,8 @@ func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...a
 	if !direct || l.dialect != Postgres {
 		return l.db.WithContext(ctx).Raw(q.portable, args...).Row().Scan(dest...)
 	}
+	// Decided before a connection is borrowed: reading the statistics takes one of its own.
+	perRun := q.youngPlan && l.keyPlan.perRun(ctx, time.Now(), l.operationsRows)
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
@@ -65,7 +67,7 @@ func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...a
 		if !ok {
 			return errors.New("ledger: the postgres pool does not hold pgx connections")
 		}
-		if q.youngPlan && l.keyPlan.perRun(ctx, time.Now(), l.operationsRows) {
+		if perRun {
 			// The unnamed statement is parsed and planned with its parameters on every
 			// execution (PostgreSQL's choose_custom_plan); the description pgx caches
 			// spares the describe round trip.
