@@ -228,6 +228,36 @@
     }
   }).observe(document.body, { childList: true, subtree: true });
 
+  // edited reports whether someone is working inside el: a focused field, or a field whose
+  // value differs from what the server sent. The queue's refresh and the operation page's live
+  // update both leave such a part as it is.
+  function edited(el) {
+    if (el.contains(document.activeElement) && document.activeElement !== el) {
+      return true;
+    }
+    var fields = el.querySelectorAll("input, textarea, select");
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      if (f.type === "hidden" || f.type === "submit" || f.type === "button") {
+        continue;
+      }
+      if (f.tagName === "SELECT") {
+        for (var j = 0; j < f.options.length; j++) {
+          if (f.options[j].selected !== f.options[j].defaultSelected) {
+            return true;
+          }
+        }
+      } else if (f.type === "checkbox" || f.type === "radio") {
+        if (f.checked !== f.defaultChecked) {
+          return true;
+        }
+      } else if (f.value !== f.defaultValue) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Live operation page (issue 19): every few seconds the page asks whether its operation
   // changed (data-live-src answers its version). When it did, the page fetches itself and
   // swaps its parts (data-live-part) in place: the state, the situation, the record. The
@@ -245,20 +275,9 @@
         return res.type === "opaqueredirect" || !res.ok ? null : res.text(); // signed out, or gone
       });
     };
+    // A part is started when the person is working in it (edited) or opened a form to decide.
     var started = function (part) {
-      if (part.contains(document.activeElement) && document.activeElement !== part) {
-        return true;
-      }
-      return Array.prototype.some.call(part.querySelectorAll("input, textarea, select"), function (el) {
-        if (el.type === "checkbox" || el.type === "radio") {
-          return el.checked !== el.defaultChecked;
-        }
-        if (el.tagName === "SELECT") {
-          return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
-        }
-        return el.type !== "hidden" && el.value !== el.defaultValue;
-      }) || part.querySelector("details[open]") !== null; // a form opened to decide
-
+      return edited(part) || part.querySelector("details[open]") !== null;
     };
     var tell = function (kept) {
       var note = document.querySelector('[data-testid="live-changed"]');
@@ -341,35 +360,6 @@
   }
   var EVERY_MS = parseInt(first.getAttribute("data-refresh-ms"), 10) || 15000;
 
-  // busy reports whether someone is working inside the list: a focused field, or a field
-  // whose value differs from what the server sent.
-  function busy(list) {
-    if (list.contains(document.activeElement) && document.activeElement !== list) {
-      return true;
-    }
-    var fields = list.querySelectorAll("input, textarea, select");
-    for (var i = 0; i < fields.length; i++) {
-      var f = fields[i];
-      if (f.type === "hidden" || f.type === "submit" || f.type === "button") {
-        continue;
-      }
-      if (f.tagName === "SELECT") {
-        for (var j = 0; j < f.options.length; j++) {
-          if (f.options[j].selected !== f.options[j].defaultSelected) {
-            return true;
-          }
-        }
-      } else if (f.type === "checkbox" || f.type === "radio") {
-        if (f.checked !== f.defaultChecked) {
-          return true;
-        }
-      } else if (f.value !== f.defaultValue) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   function schedule() {
     timer = window.setTimeout(refresh, EVERY_MS);
   }
@@ -393,7 +383,7 @@
     if (!list) {
       return;
     }
-    if (document.hidden || busy(list)) {
+    if (document.hidden || edited(list)) {
       schedule();
       return;
     }
@@ -420,7 +410,7 @@
         var current = document.querySelector(SELECTOR);
         var fresh = new DOMParser().parseFromString(html, "text/html").querySelector(SELECTOR);
         // Check again: someone may have started typing while the request was out.
-        if (current && fresh && !busy(current)) {
+        if (current && fresh && !edited(current)) {
           var node = document.importNode(fresh, true);
           localTimes(node);
           current.replaceWith(node);
