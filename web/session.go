@@ -42,10 +42,6 @@ const (
 	DefaultSessionLifetime = 12 * time.Hour
 )
 
-// BackgroundHeader marks requests a page makes by itself: they do not count as activity (see
-// handlers.BackgroundHeader).
-const BackgroundHeader = handlers.BackgroundHeader
-
 // echo context keys.
 const (
 	ctxConsole = "idemgate.console" // set on console routes: errors become pages
@@ -215,7 +211,7 @@ func (m *sessionManager) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			rs.reset()
 			return m.toLogin(c, reason)
 		}
-		if c.Request().Header.Get(BackgroundHeader) == "" {
+		if c.Request().Header.Get(handlers.BackgroundHeader) == "" {
 			rs.s.Values[valSeen], rs.dirty = now.Unix(), true
 		}
 		v := &handlers.Viewer{ID: u.ID, Email: u.Email, Role: u.Role, Scope: u.Scope(), CSRFToken: rs.csrf()}
@@ -230,7 +226,7 @@ func (m *sessionManager) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 func (m *sessionManager) toLogin(c echo.Context, reason string) error {
 	q := url.Values{}
 	r := c.Request()
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get(BackgroundHeader) == "" {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get(handlers.BackgroundHeader) == "" {
 		if next := handlers.SafeNext(r.URL.RequestURI()); next != "/" {
 			q.Set("next", next)
 		}
