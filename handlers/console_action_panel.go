@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
@@ -134,27 +133,25 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 		return []views.ActionForm{reject}
 	}
 	required := requiredApprovals(op, tool)
-	st := &views.ApprovalStatus{Required: required, Approvers: models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)}
-	st.Count = len(st.Approvers)
+	approvers := models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)
+	st := &views.ApprovalStatus{Required: required, Count: len(approvers)}
+	for _, a := range approvers {
+		st.Approvers = append(st.Approvers, a.Name())
+	}
 	p.Approvals = st
-	// Compared as recorded (user:…), shown as read.
-	defer func() {
-		st.Proposer = models.ActorName(st.Proposer)
-		for i, a := range st.Approvers {
-			st.Approvers[i] = models.ActorName(a)
-		}
-	}()
+	var proposer models.Person
 	p.Intro = fmt.Sprintf("%s is sent only once %s approved it. Check the params below, then decide.", op.Tool, reviewersHave(required))
 	if op.Compensates != nil {
-		st.Proposer = models.ProposerOf(rec.Events)
+		proposer = models.ProposerOf(rec.Events)
+		st.Proposer = proposer.Name()
 		st.ProposerReason = models.ProposalReasonOf(rec.Events)
 		p.Intro = fmt.Sprintf("This operation undoes another one (see Linked operations). It runs only once %s approved it, "+
 			"and the reviewer who proposed it cannot be one of them.", reviewersHave(required))
 	}
 	switch {
-	case st.Proposer == v.Actor():
+	case op.Compensates != nil && proposer.Is(v.Person()):
 		st.Note = "You proposed this compensation, so another reviewer must approve it."
-	case slices.Contains(st.Approvers, v.Actor()):
+	case v.Person().Among(approvers):
 		st.Note = fmt.Sprintf("You have approved it. It still needs %s, from another reviewer.", moreApprovals(required-st.Count))
 	default:
 		approve := views.ActionForm{Name: models.ActionApprove, Title: "Approve",

@@ -247,6 +247,13 @@ CREATE TABLE bulk_decision_items (
 	PRIMARY KEY (bulk_id, seq)
 );
 `},
+	// People by their stable user id (Person): a claim's holder and a bulk decision's owner,
+	// beside the actor (user:<email>) kept for people to read. Rows from before are compared
+	// by actor.
+	{15, "people by user id", `
+ALTER TABLE reviews ADD COLUMN claimed_by_id TEXT;
+ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
+`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

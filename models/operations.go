@@ -40,6 +40,9 @@ type NewOperation struct {
 	// process, so the first attempt needs no second claim round trip.
 	Claim *ClaimSpec
 	Actor string
+	// ActorUserID is the stable id of the console user who asked for it (a reviewer proposing
+	// a compensation), kept on its created event: four eyes compares people by it (Person).
+	ActorUserID string
 	// Reason is why a person asked for this operation (a reviewer proposing a compensation):
 	// kept on its created event, for the reviewers who approve it.
 	Reason string
@@ -131,6 +134,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		if r := strings.TrimSpace(in.Reason); r != "" {
 			created["reason"] = r
 		}
+		created = withUserID(created, Person{UserID: in.ActorUserID})
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
 			detail: created}); err != nil {
 			return nil, err

@@ -190,6 +190,9 @@ type Review struct {
 	// that time is no claim.
 	ClaimedBy    *string
 	ClaimedUntil *time.Time
+	// ClaimedByID is the claim holder's user id (Person); nil on claims taken before ids were
+	// kept.
+	ClaimedByID *string
 }
 
 func ptr[T any](v T) *T { return &v }
