@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/headers"
@@ -87,6 +89,9 @@ func (a *API) CreateOperation(c echo.Context) (err error) {
 		return keyProblem(err)
 	}
 	if err := reservedKey(key); err != nil {
+		return err
+	}
+	if err := jsonBody(c.Request()); err != nil {
 		return err
 	}
 	req, err := decodeOperationRequest(c.Request().Body)
@@ -175,6 +180,21 @@ func scrubParamErrors(tool *catalog.Tool, params []byte, errs []catalog.ParamErr
 // decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate
 // names, valid UTF-8, numbers exact as doubles), an object with known members. The params it
 // returns are already canonical (a member of canonical JSON is canonical).
+// jsonBody refuses a body declared as anything but JSON (415 unsupported-media-type): a client
+// that sends text/plain or a form means something else than the JSON object it would be read
+// as. No Content-Type at all is read as JSON, as the API's only body type.
+func jsonBody(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return problem(problems.UnsupportedMediaType, "the body is sent as %q; send it as application/json", ct)
+}
+
 func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 	raw, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
 	if err != nil {

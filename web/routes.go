@@ -41,7 +41,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	v1.POST("/operations/:id/compensate", api.Compensate)
 	v1.GET("/tools", api.Tools)
 	// The Model Context Protocol (Streamable HTTP), with the same API keys and ledger path.
-	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), authenticate(cfg.Ledger))
+	// A browser page of another site is refused before anything else (DNS rebinding).
+	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), sameOrigin(cfg.TrustedProxies, cfg.AllowedOrigins), authenticate(cfg.Ledger))
 
 	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
 	// posts; all but the sign-in page need a signed-in user; review actions need a reviewer

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/idemgate/idemgate/web"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+var mcpAccept = map[string]string{"Accept": "application/json, text/event-stream"}
+
+func withHeaders(base map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// Every 401 names the scheme (RFC 9110 §15.5.2), and a key that is sent but unknown says so
+// (RFC 6750 §3), on the API and on /mcp alike.
+func TestUnauthenticatedAnswersNameTheScheme(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.Start(t, models.SQLite)
+	for _, path := range []string{"/v1/operations", "/mcp"} {
+		none := g.Do(t, http.MethodPost, path, "", mcpAccept, mcpInitialize)
+		require.Equal(t, http.StatusUnauthorized, none.Status, path)
+		assert.Equal(t, `Bearer realm="idemgate"`, none.Header.Get("WWW-Authenticate"), path)
+		bad := g.Do(t, http.MethodPost, path, "idg_"+strings.Repeat("A", 43), mcpAccept, mcpInitialize)
+		require.Equal(t, http.StatusUnauthorized, bad.Status, path)
+		assert.True(t, strings.HasPrefix(bad.Header.Get("WWW-Authenticate"), `Bearer realm="idemgate", error="invalid_token"`),
+			"%s: %q", path, bad.Header.Get("WWW-Authenticate"))
+	}
+	lower := g.Do(t, http.MethodGet, "/v1/tools", "", map[string]string{"Authorization": "bearer " + g.Key}, "")
+	assert.Equal(t, http.StatusOK, lower.Status, "the scheme's name is case-insensitive")
+}
+
+// A body declared as anything but JSON is refused before it is read: nothing recorded, nothing
+// sent downstream.
+func TestSubmitRefusesBodiesThatAreNotJSON(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		g := gatewaytest.Start(t, d)
+		body := `{"tool":"tickets.create","params":{"subject":"Printer on fire"}}`
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+			r := g.Submit(t, "ct-1", "tickets.create", `{"subject":"Printer on fire"}`, map[string]string{"Content-Type": ct})
+			assert.Equal(t, http.StatusUnsupportedMediaType, r.Status, ct)
+			assert.Contains(t, string(r.Body), "unsupported-media-type", ct)
+		}
+		assert.Zero(t, g.Count(t), "nothing was recorded")
+		assert.Zero(t, g.Sandbox.Committed("tickets"), "nothing was sent")
+		for _, ct := range []string{"application/json; charset=utf-8", "application/vnd.api+json"} {
+			r := g.Do(t, http.MethodPost, "/v1/operations", g.Key, map[string]string{"Content-Type": ct, "Idempotency-Key": "ct-" + ct}, body)
+			assert.Equal(t, http.StatusCreated, r.Status, ct)
+		}
+	})
+}
+
+// /mcp refuses a browser page of another site (the MCP transport's DNS-rebinding rule), and
+// takes the gateway's own origin, as clients reach it directly or through a trusted proxy, and
+// the origins it is told to allow.
+func TestMCPOrigin(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.StartWith(t, models.SQLite, gatewaytest.Options{
+		TrustedProxies: web.TrustedProxies{netip.MustParsePrefix("127.0.0.1/32")},
+		AllowedOrigins: web.AllowedOrigins{"https://app.example.com"}})
+	for origin, want := range map[string]int{
+		"https://evil.example":            http.StatusForbidden,
+		"null":                            http.StatusForbidden,
+		"http://localhost.evil.example":   http.StatusForbidden,
+		g.URL:                             http.StatusOK,
+		"https://app.example.com":         http.StatusOK,
+		"https://APP.example.com:443":     http.StatusOK,
+		"https://app.example.com.evil.io": http.StatusForbidden,
+	} {
+		r := g.Do(t, http.MethodPost, "/mcp", g.Key, withHeaders(mcpAccept, "Origin", origin), mcpInitialize)
+		assert.Equal(t, want, r.Status, origin)
+	}
+	proxied := withHeaders(mcpAccept, "Origin", "https://gateway.example.com",
+		"X-Forwarded-Host", "gateway.example.com", "X-Forwarded-Proto", "https")
+	assert.Equal(t, http.StatusOK, g.Do(t, http.MethodPost, "/mcp", g.Key, proxied, mcpInitialize).Status,
+		"behind a trusted proxy, the origin is the one the proxy was reached at")
+	assert.Equal(t, http.StatusOK, g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, mcpInitialize).Status, "no Origin: not a browser")
+}
+
+// Every method counts against the principal's rate limit, not only tools/call, and a batch is
+// bounded before the SDK reads it.
+func TestMCPMethodsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.StartWith(t, models.SQLite, gatewaytest.Options{RateLimit: 0.001, RateBurst: 3})
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	limited := 0
+	for range 5 {
+		r := g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, list)
+		require.Equal(t, http.StatusOK, r.Status)
+		if strings.Contains(string(r.Body), "rate limited") {
+			limited++
+		}
+	}
+	assert.Equal(t, 2, limited, "a burst of 3, then refusals")
+}
