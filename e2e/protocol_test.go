@@ -112,3 +112,36 @@ func TestMCPMethodsAreRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, 2, limited, "a burst of 3, then refusals")
 }
+
+// The NUL character, which PostgreSQL cannot store, is refused with 400 wherever input comes
+// in, before the ledger sees it, on both engines alike: never a 503 on demand.
+func TestNULIsRefusedBeforeTheLedger(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		g := gatewaytest.Start(t, d)
+		for name, body := range map[string]string{
+			"workflow_run_id": `{"tool":"tickets.create","params":{"subject":"x"},"workflow_run_id":"wf\u0000"}`,
+			"step_id":         `{"tool":"tickets.create","params":{"subject":"x"},"step_id":"s\u0000"}`,
+			"a param":         `{"tool":"tickets.create","params":{"subject":"x\u0000y"}}`,
+			"a param's name":  `{"tool":"tickets.create","params":{"subject":"x","a\u0000":1}}`,
+		} {
+			r := g.Do(t, http.MethodPost, "/v1/operations", g.Key, map[string]string{"Idempotency-Key": "nul-" + name}, body)
+			assert.Equal(t, http.StatusBadRequest, r.Status, name)
+			assert.Contains(t, string(r.Body), "NUL", name)
+		}
+		for _, path := range []string{"/v1/operations?workflow_run_id=wf%00", "/v1/operations/op_%00", "/v1/operation-keys/k%00"} {
+			r := g.Do(t, http.MethodGet, path, g.Key, nil, "")
+			assert.Equal(t, http.StatusBadRequest, r.Status, path)
+		}
+		call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tickets.create","arguments":{"operation_key":"nul-mcp","subject":"x\u0000"}}}`
+		r := g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, call)
+		require.Equal(t, http.StatusOK, r.Status)
+		assert.Contains(t, string(r.Body), "NUL")
+		assert.Contains(t, string(r.Body), `"isError":true`)
+		assert.Zero(t, g.Count(t), "nothing was recorded")
+		assert.Zero(t, g.Sandbox.Committed("tickets"))
+		// The ledger still answers: nothing failed on the way.
+		assert.Equal(t, http.StatusOK, g.Do(t, http.MethodGet, "/v1/operations?workflow_run_id=wf", g.Key, nil, "").Status)
+	})
+}

@@ -113,6 +113,9 @@ func (a *API) CreateOperation(c echo.Context) (err error) {
 // caller may use it, the params match its schema), then records and runs it. It is the one
 // path into the ledger of POST /v1/operations and of MCP tools/call.
 func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string, req operationRequest, wait time.Duration) (jobs.SubmitResult, error) {
+	if err := refuseNULCall(req); err != nil {
+		return jobs.SubmitResult{}, err
+	}
 	tool, params, err := a.checkCall(caller, req.Tool, req.Params)
 	if err != nil {
 		return jobs.SubmitResult{}, err
@@ -177,9 +180,6 @@ func scrubParamErrors(tool *catalog.Tool, params []byte, errs []catalog.ParamErr
 	return errs
 }
 
-// decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate
-// names, valid UTF-8, numbers exact as doubles), an object with known members. The params it
-// returns are already canonical (a member of canonical JSON is canonical).
 // jsonBody refuses a body declared as anything but JSON (415 unsupported-media-type): a client
 // that sends text/plain or a form means something else than the JSON object it would be read
 // as. No Content-Type at all is read as JSON, as the API's only body type.
@@ -195,6 +195,9 @@ func jsonBody(r *http.Request) error {
 	return problem(problems.UnsupportedMediaType, "the body is sent as %q; send it as application/json", ct)
 }
 
+// decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate
+// names, valid UTF-8, numbers exact as doubles), an object with known members. The params it
+// returns are already canonical (a member of canonical JSON is canonical).
 func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 	raw, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
 	if err != nil {

@@ -50,7 +50,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
 		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning}
-	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, sm.csrf}
+	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, refuseNULForm, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
 	reviewer := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyReviewers, models.RoleReviewer, models.RoleAdmin)})

@@ -128,6 +128,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))
 	e.Use(securityHeaders(cfg.TrustedProxies))
+	e.Use(refuseNUL)
 	if cfg.Metrics != nil {
 		e.Use(measure(cfg.Metrics))
 	}

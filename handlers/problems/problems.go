@@ -336,7 +336,9 @@ var table = []Type{
 		Status: http.StatusBadRequest,
 		Title:  "Invalid query",
 		Explanation: "A filter of `GET /v1/operations` is not valid: an unknown `state`, a `limit` out " +
-			"of range, or a `cursor` that idemgate did not issue.",
+			"of range, or a `cursor` that idemgate did not issue. Any request whose path, query or form " +
+			"holds the NUL character (`%00`) is refused the same way: the ledger cannot store or search " +
+			"for it. Nothing was recorded or changed.",
 		WhatToDo: "Correct the filter; the `detail` member describes it. Pass `next_cursor` back exactly as " +
 			"you received it, with the same filters, or start again without a cursor.",
 	},
