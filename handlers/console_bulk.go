@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/big"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -199,6 +202,9 @@ func (h *Console) Bulk(c echo.Context) error {
 		default:
 			p.Untried++
 		}
+	}
+	if err := h.bulkStakes(c, v, &p); err != nil {
+		return err
 	}
 	// What was refused (or not tried) is what needs a person next: it comes first.
 	slices.SortStableFunc(p.Rows, func(a, b views.BulkRow) int { return outcomeRank(a.Outcome) - outcomeRank(b.Outcome) })
@@ -438,4 +444,48 @@ func bulkRefusal(err error, it models.BulkItem, read *models.Operation) string {
 			now.Attempts, it.ExpectedAttempts)
 	}
 	return sentence(errDetail(err))
+}
+
+// bulkStakes fills in what each operation of p does (its tool's summary, from the masked
+// params) and the total amount at stake, per currency, so that a reviewer approving "all
+// matching" payouts sees the sums they approve.
+func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error {
+	ids := make([]string, len(p.Rows))
+	for i, r := range p.Rows {
+		ids[i] = r.ID
+	}
+	stored, err := h.Ledger.StoredParams(c.Request().Context(), v.Scope, ids)
+	if err != nil {
+		return err
+	}
+	totals := map[string]*big.Int{}
+	for i := range p.Rows {
+		r := &p.Rows[i]
+		tool, known := h.Catalog.Get(r.Tool)
+		params, ok := stored[r.ID]
+		if !known || !ok {
+			continue
+		}
+		masked, err := tool.MaskCanonical([]byte(params))
+		if err != nil {
+			continue
+		}
+		if s, ok := tool.Summary(masked, r.Key, r.Tenant); ok {
+			r.Summary = shorten(s, 160)
+		}
+		if n, cur, ok := tool.Amount(masked); ok {
+			if totals[cur] == nil {
+				totals[cur] = new(big.Int)
+			}
+			totals[cur].Add(totals[cur], n)
+			p.Priced++
+		}
+	}
+	currencies := slices.Sorted(maps.Keys(totals))
+	parts := make([]string, len(currencies))
+	for i, cur := range currencies {
+		parts[i] = catalog.Money(totals[cur].String(), cur)
+	}
+	p.AtStake = strings.Join(parts, " + ")
+	return nil
 }

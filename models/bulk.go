@@ -254,3 +254,25 @@ func (l *Ledger) BulkDecision(ctx context.Context, s Scope, id string) (*BulkDec
 	b.Hidden = int(all) - len(b.Items)
 	return &b, nil
 }
+
+// StoredParams returns the params of the operations ids within s, as stored (masked where
+// sealed; absent where purged), by id: what a page shows once masked with the tool's rules.
+func (l *Ledger) StoredParams(ctx context.Context, s Scope, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []struct {
+			ID     string
+			Params *string
+		}
+		err := s.apply(l.scope(ctx).Model(&Operation{}), "tenant").Select("id, params").Where("id IN ?", chunk).Find(&rows).Error
+		if err != nil {
+			return nil, unavailable("read params", err)
+		}
+		for _, r := range rows {
+			if r.Params != nil {
+				out[r.ID] = *r.Params
+			}
+		}
+	}
+	return out, nil
+}
