@@ -70,30 +70,58 @@ func TestSubmitRefusesBodiesThatAreNotJSON(t *testing.T) {
 }
 
 // /mcp refuses a browser page of another site (the MCP transport's DNS-rebinding rule), and
-// takes the gateway's own origin, as clients reach it directly or through a trusted proxy, and
-// the origins it is told to allow.
+// takes the gateway's own origins: those it is told to allow, a loopback page on a loopback
+// Host, and, behind a trusted proxy, the origin the proxy was reached at.
 func TestMCPOrigin(t *testing.T) {
 	t.Parallel()
-	g := gatewaytest.StartWith(t, models.SQLite, gatewaytest.Options{
-		TrustedProxies: web.TrustedProxies{netip.MustParsePrefix("127.0.0.1/32")},
-		AllowedOrigins: web.AllowedOrigins{"https://app.example.com"}})
+	direct := gatewaytest.StartWith(t, models.SQLite, gatewaytest.Options{AllowedOrigins: web.AllowedOrigins{"https://app.example.com"}})
+	call := func(g *gatewaytest.Gateway, host string, header map[string]string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, g.URL+"/mcp", strings.NewReader(mcpInitialize))
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Authorization", "Bearer "+g.Key)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range withHeaders(mcpAccept, flatten(header)...) {
+			req.Header.Set(k, v)
+		}
+		res, err := g.Client.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
 	for origin, want := range map[string]int{
 		"https://evil.example":            http.StatusForbidden,
 		"null":                            http.StatusForbidden,
 		"http://localhost.evil.example":   http.StatusForbidden,
-		g.URL:                             http.StatusOK,
+		direct.URL:                        http.StatusOK,
+		"http://localhost:3000":           http.StatusOK, // a loopback page, reaching a loopback Host
 		"https://app.example.com":         http.StatusOK,
 		"https://APP.example.com:443":     http.StatusOK,
 		"https://app.example.com.evil.io": http.StatusForbidden,
 	} {
-		r := g.Do(t, http.MethodPost, "/mcp", g.Key, withHeaders(mcpAccept, "Origin", origin), mcpInitialize)
-		assert.Equal(t, want, r.Status, origin)
+		assert.Equal(t, want, call(direct, "", map[string]string{"Origin": origin}), origin)
 	}
-	proxied := withHeaders(mcpAccept, "Origin", "https://gateway.example.com",
-		"X-Forwarded-Host", "gateway.example.com", "X-Forwarded-Proto", "https")
-	assert.Equal(t, http.StatusOK, g.Do(t, http.MethodPost, "/mcp", g.Key, proxied, mcpInitialize).Status,
-		"behind a trusted proxy, the origin is the one the proxy was reached at")
-	assert.Equal(t, http.StatusOK, g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, mcpInitialize).Status, "no Origin: not a browser")
+	assert.Equal(t, http.StatusForbidden, call(direct, "evil.example.com", map[string]string{"Origin": "http://evil.example.com"}),
+		"a rebinding page's Host and Origin agree, and are still not the gateway's")
+	assert.Equal(t, http.StatusOK, call(direct, "evil.example.com", nil), "no Origin: not a browser")
+
+	proxied := gatewaytest.StartWith(t, models.SQLite, gatewaytest.Options{
+		TrustedProxies: web.TrustedProxies{netip.MustParsePrefix("127.0.0.1/32")}})
+	behind := map[string]string{"Origin": "https://gateway.example.com", "X-Forwarded-Host": "gateway.example.com", "X-Forwarded-Proto": "https"}
+	assert.Equal(t, http.StatusOK, call(proxied, "", behind), "behind a trusted proxy, the origin the proxy was reached at")
+	behind["Origin"] = "https://evil.example.com"
+	assert.Equal(t, http.StatusForbidden, call(proxied, "", behind))
+}
+
+func flatten(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k, v)
+	}
+	return out
 }
 
 // Every method counts against the principal's rate limit, not only tools/call, and a batch is

@@ -2,7 +2,9 @@ package web
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -47,12 +49,17 @@ func origin(s string) (string, bool) {
 	return u.Scheme + "://" + host, true
 }
 
-// sameOrigin refuses, with 403, a request whose Origin header names another site than the
-// gateway itself or one of allowed. The MCP transport requires it (2025-11-25, "Security
-// Warning"): a page on another site must not reach a server by its address (DNS rebinding).
-// A request without Origin (any non-browser client) passes. The gateway's own origin is the
-// request's: its Host and scheme, or what a trusted proxy says they were (X-Forwarded-Host,
-// X-Forwarded-Proto), so a gateway behind a reverse proxy keeps working.
+// sameOrigin refuses, with 403, a request whose Origin header names a site that is not one of
+// the gateway's own. The MCP transport requires it (2025-11-25, "Security Warning"): a page on
+// another site must not reach a server by its address (DNS rebinding). A request without
+// Origin (any non-browser client) passes.
+//
+// A rebinding page's request carries its own site as both Host and Origin, so the two agreeing
+// proves nothing; the gateway's own origins are what it was told, not what a request claims:
+//   - from a trusted proxy, the origin the proxy was reached at (X-Forwarded-Proto and
+//     X-Forwarded-Host): the proxy routes only the names it serves;
+//   - the origins given with --allowed-origin (the gateway's public URL among them);
+//   - on loopback, a loopback origin reaching a loopback Host (localhost, 127.0.0.1, [::1]).
 func sameOrigin(proxies TrustedProxies, allowed AllowedOrigins) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -62,7 +69,7 @@ func sameOrigin(proxies TrustedProxies, allowed AllowedOrigins) echo.MiddlewareF
 				return next(c)
 			}
 			o, ok := origin(got)
-			if ok && (o == ownOrigin(r, proxies) || slices.Contains(allowed, o)) {
+			if ok && (slices.Contains(allowed, o) || ownOrigin(r, proxies, o)) {
 				return next(c)
 			}
 			return &handlers.Problem{Slug: problems.OriginNotAllowed,
@@ -71,19 +78,39 @@ func sameOrigin(proxies TrustedProxies, allowed AllowedOrigins) echo.MiddlewareF
 	}
 }
 
-// ownOrigin is the origin the client reached the gateway at.
-func ownOrigin(r *http.Request, proxies TrustedProxies) string {
+// ownOrigin reports whether o is the origin the client reached the gateway at, where that can
+// be trusted: through a trusted proxy, or on loopback.
+func ownOrigin(r *http.Request, proxies TrustedProxies, o string) bool {
 	scheme := "http"
 	if proxies.overHTTPS(r) {
 		scheme = "https"
 	}
-	host := r.Host
 	if proxies.fromProxy(r) {
+		host := r.Host
 		if fwd := r.Header.Values("X-Forwarded-Host"); len(fwd) > 0 {
 			list := strings.Split(fwd[len(fwd)-1], ",")
 			host = strings.TrimSpace(list[len(list)-1])
 		}
+		own, _ := origin(scheme + "://" + host)
+		return o == own
 	}
-	o, _ := origin(scheme + "://" + host)
-	return o
+	u, err := url.Parse(o)
+	return err == nil && loopbackName(u.Hostname()) && loopbackName(hostname(r.Host))
+}
+
+// loopbackName reports whether host names this machine's loopback interface.
+func loopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.Unmap().IsLoopback()
+}
+
+// hostname is the host of a Host header, without its port.
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return strings.Trim(h, "[]")
+	}
+	return strings.Trim(hostport, "[]")
 }
