@@ -173,3 +173,44 @@ func TestNULIsRefusedBeforeTheLedger(t *testing.T) {
 		assert.Equal(t, http.StatusOK, g.Do(t, http.MethodGet, "/v1/operations?workflow_run_id=wf", g.Key, nil, "").Status)
 	})
 }
+
+// An agent's justification is kept with the operation, masked of the call's sensitive values;
+// it is not part of the fingerprint, so a retry that words it otherwise still replays, and the
+// first one stays. MCP callers give it in _meta.
+func TestJustification(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		g := gatewaytest.Start(t, d)
+		card := "4242424242424242"
+		body := func(why string) string {
+			return `{"tool":"refunds.issue","params":{"order_id":"o-1","amount_cents":1999,"currency":"EUR","card_number":"` + card +
+				`"},"justification":"` + why + `"}`
+		}
+		first := g.Do(t, http.MethodPost, "/v1/operations", g.Key, map[string]string{"Idempotency-Key": "why-1"},
+			body("The customer was charged twice on card "+card+"; chat 5512."))
+		require.Equal(t, http.StatusCreated, first.Status, string(first.Body))
+		assert.Contains(t, string(first.Body), `"justification":"The customer was charged twice on card ***; chat 5512."`)
+		assert.NotContains(t, string(first.Body), "42424242")
+		again := g.Do(t, http.MethodPost, "/v1/operations", g.Key, map[string]string{"Idempotency-Key": "why-1"},
+			body("Refunding the double charge (chat 5512)."))
+		require.Equal(t, http.StatusOK, again.Status, "another wording is the same call: a replay")
+		assert.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+		assert.Contains(t, string(again.Body), "charged twice", "the first justification is kept")
+		assert.Equal(t, 1, g.Sandbox.Committed("refunds"))
+
+		long := g.Do(t, http.MethodPost, "/v1/operations", g.Key, map[string]string{"Idempotency-Key": "why-2"},
+			body(strings.Repeat("é", 2001)))
+		assert.Equal(t, http.StatusBadRequest, long.Status)
+
+		call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tickets.create","arguments":{"subject":"Printer"},` +
+			`"_meta":{"idemgate/key":"why-mcp","idemgate/justification":"The printer is on fire."}}}`
+		r := g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, call)
+		require.Equal(t, http.StatusOK, r.Status)
+		op := g.Do(t, http.MethodGet, "/v1/operations?key=why-mcp", g.Key, nil, "")
+		require.Equal(t, http.StatusOK, op.Status)
+		assert.Contains(t, string(op.Body), `"justification":"The printer is on fire."`)
+		none := g.Submit(t, "why-none", "tickets.create", `{"subject":"x"}`, nil)
+		assert.Contains(t, string(none.Body), `"justification":null`)
+	})
+}

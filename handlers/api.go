@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/idemgate/idemgate/handlers/problems"
@@ -75,7 +76,11 @@ type operationRequest struct {
 	Params        json.RawMessage `json:"params"`
 	WorkflowRunID string          `json:"workflow_run_id"`
 	StepID        string          `json:"step_id"`
+	Justification string          `json:"justification"`
 }
+
+// MaxJustification is the longest justification taken, in characters (SPEC §5).
+const MaxJustification = 2000
 
 // CreateOperation handles POST /v1/operations, with the checks in the order of SPEC §5.
 func (a *API) CreateOperation(c echo.Context) (err error) {
@@ -122,7 +127,7 @@ func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string,
 	}
 	res, err := a.Executor.Submit(ctx, jobs.SubmitRequest{
 		Caller: caller, Key: key, Tool: tool, Params: params,
-		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: wait,
+		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Justification: req.Justification, Wait: wait,
 	})
 	return res, hideForeignOperation(caller, err)
 }
@@ -229,8 +234,10 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 			err = json.Unmarshal(value, &req.WorkflowRunID)
 		case "step_id":
 			err = json.Unmarshal(value, &req.StepID)
+		case "justification":
+			err = json.Unmarshal(value, &req.Justification)
 		default:
-			return req, problem(problems.MalformedBody, "unknown member %q: the body has tool, params, workflow_run_id and step_id", name)
+			return req, problem(problems.MalformedBody, "unknown member %q: the body has tool, params, workflow_run_id, step_id and justification", name)
 		}
 		if err != nil {
 			return req, problem(problems.MalformedBody, "%s must be a string", name)
@@ -241,6 +248,8 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 		return req, problem(problems.MalformedBody, "tool is required")
 	case len(req.WorkflowRunID) > 255 || len(req.StepID) > 255:
 		return req, problem(problems.MalformedBody, "workflow_run_id and step_id are at most 255 bytes")
+	case utf8.RuneCountInString(req.Justification) > MaxJustification:
+		return req, problem(problems.MalformedBody, "justification is at most %d characters", MaxJustification)
 	case len(req.Params) > 0 && req.Params[0] != '{' && !bytes.Equal(req.Params, []byte("null")):
 		return req, problem(problems.MalformedBody, "params must be a JSON object")
 	}

@@ -17,6 +17,7 @@ const (
 	MCPMetaWait      = "idemgate/wait"            // seconds, 0 to 60, as Prefer: wait=N
 	MCPMetaRunID     = "idemgate/workflow_run_id" // as workflow_run_id of POST /v1/operations
 	MCPMetaStepID    = "idemgate/step_id"         // as step_id of POST /v1/operations
+	MCPMetaReason    = "idemgate/justification"   // as justification of POST /v1/operations
 	MCPMetaReplayed  = "idemgate/replayed"        // on results: true when nothing ran for this call
 	mcpMaxBodyMargin = 64 << 10                   // the JSON-RPC envelope around 1 MiB of params
 )

@@ -22,6 +22,8 @@ func refuseNULCall(req operationRequest) error {
 		return problem(problems.MalformedBody, "workflow_run_id contains the NUL character, which the ledger cannot store")
 	case strings.ContainsRune(req.StepID, 0):
 		return problem(problems.MalformedBody, "step_id contains the NUL character, which the ledger cannot store")
+	case strings.ContainsRune(req.Justification, 0):
+		return problem(problems.MalformedBody, "justification contains the NUL character, which the ledger cannot store")
 	case jsonHasNUL(req.Params):
 		return problem(problems.MalformedBody, "params contain the NUL character (\\u0000), which the ledger cannot store")
 	}

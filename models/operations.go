@@ -29,6 +29,8 @@ type NewOperation struct {
 	Masked        []byte
 	WorkflowRunID string
 	StepID        string
+	// Justification is the agent's reason, already masked of the call's sensitive values.
+	Justification string
 	// Compensates names the SUCCEEDED operation this one undoes; it is linked both ways in the
 	// same transaction.
 	Compensates   string
@@ -93,6 +95,9 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	}
 	if in.StepID != "" {
 		op.StepID = ptr(in.StepID)
+	}
+	if in.Justification != "" {
+		op.Justification = ptr(in.Justification)
 	}
 	if in.Compensates != "" {
 		op.Compensates = ptr(in.Compensates)
