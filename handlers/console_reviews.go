@@ -123,6 +123,9 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 // params, shortened), and for an operation awaiting approval where the approvals stand, what
 // the viewer did, and why a compensation was proposed.
 func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events []models.Event, v *Viewer, now time.Time) {
+	if it.Justification != nil {
+		row.Justification = shorten(*it.Justification, 200)
+	}
 	tool, known := h.Catalog.Get(it.Tool)
 	if known && it.Params != nil {
 		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {

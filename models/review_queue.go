@@ -47,6 +47,8 @@ type QueueItem struct {
 	Compensates *string
 	// OpCreatedAt is when the operation was created: an approval's window runs from then.
 	OpCreatedAt time.Time `gorm:"column:op_created_at"`
+	// Justification is the agent's reason for the operation, as recorded (masked).
+	Justification *string
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -59,7 +61,7 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
 			"reviews.claimed_by, reviews.claimed_by_id, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
-			"operations.created_at AS op_created_at").
+			"operations.created_at AS op_created_at, operations.justification").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")

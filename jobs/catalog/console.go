@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/url"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -259,4 +260,14 @@ func (t *Tool) Amount(maskedParams []byte) (minor *big.Int, currency string, ok 
 		return n, strings.ToUpper(strings.TrimSpace(cur)), true
 	}
 	return nil, "", false
+}
+
+// Downstream names the system the tool calls, for people: the host of its URL ("" when the URL
+// names none, as a path of a connection does).
+func (t *Tool) Downstream() string {
+	u, err := url.Parse(strings.SplitN(t.HTTP.URL, "{{", 2)[0])
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
