@@ -64,7 +64,7 @@ type Operation struct {
 	ParamsSealed *string
 	// DownstreamKey is the key sent downstream (SPEC §1); nil on operations recorded before
 	// downstream keys were derived, which use their id (see DownstreamKeySent).
-	DownstreamKey    *string
+	DownstreamKey *string
 	// Justification is the agent's reason for the operation (SPEC §5), with the call's
 	// sensitive values masked; the first one recorded is kept. nil when none was given.
 	Justification    *string
