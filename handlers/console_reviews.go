@@ -197,20 +197,27 @@ func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueIte
 	default:
 		row.Claim = holder.Name() + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
 	}
-	tool, known := h.Catalog.Get(it.Tool)
-	if it.State != models.StateAwaitingApproval || !known {
-		return
+	row.Lapses, row.LapsesSoon = h.approvalLapse(it.State, it.Tool, it.OpCreatedAt, now)
+}
+
+// approvalLapse says when an approval of an operation in state, of tool, created then,
+// lapses ("lapses in 23 h 56 min"), and whether that is within the warning time; "" for an
+// operation not awaiting approval or of a tool no longer in the catalogue.
+func (h *Console) approvalLapse(state models.State, toolName string, created, now time.Time) (string, bool) {
+	tool, known := h.Catalog.Get(toolName)
+	if state != models.StateAwaitingApproval || !known {
+		return "", false
 	}
-	left := models.LapsesAt(it.OpCreatedAt, tool.Review.ApprovalTTL).Sub(now)
+	left := models.LapsesAt(created, tool.Review.ApprovalTTL).Sub(now)
 	warn := h.ApprovalWarning
 	if warn == 0 {
 		warn = jobs.DefaultApprovalWarning
 	}
-	row.Lapses = "lapses in " + views.Age(left)
+	text := "lapses in " + views.Age(left)
 	if left <= 0 {
-		row.Lapses = "lapsing now"
+		text = "lapsing now"
 	}
-	row.LapsesSoon = warn > 0 && left <= warn
+	return text, warn > 0 && left <= warn
 }
 
 func reasonOptions(selected string) []views.Option {

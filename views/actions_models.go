@@ -30,6 +30,9 @@ type ApprovalStatus struct {
 	Count     int
 	Required  int
 	Approvers []string
+	// ApproverReasons are the reasons each approver gave, in the order of Approvers ("" when
+	// none was kept): what the next approver weighs their own decision against.
+	ApproverReasons []string
 	// Proposer proposed the compensation this operation is, for ProposerReason; "" for other
 	// operations.
 	Proposer       string

@@ -196,6 +196,9 @@ type OperationPage struct {
 	Amount        string
 	Downstream    string
 	Justification string
+	// Claim is who has taken the open review and when an approval lapses; nil without an open
+	// review.
+	Claim         *ClaimBox
 	Op            OperationRow
 	Fingerprint   string
 	DownstreamKey string // the key sent downstream (SPEC §1)
@@ -367,4 +370,17 @@ type UserRow struct {
 	Tenants  string
 	Created  Time
 	Disabled bool
+}
+
+// ClaimBox is the open review's claim and deadline on an operation page: "ravi@… has it · 27
+// min left", with a form to take it or give it back (Action) for a reviewer who may, and an
+// approval's "lapses in 23 h 56 min".
+type ClaimBox struct {
+	Text       string
+	Mine, Free bool
+	Action     string // where the take or give-back form posts; "" offers none
+	CSRFToken  string
+	Next       string
+	Lapses     string
+	LapsesSoon bool
 }

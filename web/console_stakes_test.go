@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -46,6 +47,22 @@ func TestOperationPageLeadsWithTheStakes(t *testing.T) {
 
 		queue := desk.rita.Get(t, "/reviews")
 		assert.Contains(t, strings.Join(queue.TestIDs("review-justification"), "|"), "invoice 7702 is due today")
+
+		// The second approver sees the first one's reason, the claim and the deadline.
+		require.Equal(t, http.StatusSeeOther, act(t, desk.rita, payout, models.ActionApprove,
+			url.Values{"reason": {"Invoice 7702 matches the contract."}}).Status)
+		page = desk.ravi.Get(t, "/operations/"+payout.ID)
+		assert.Equal(t, []string{"rita@example.com: “Invoice 7702 matches the contract.”"}, page.TestIDs("approver-reason"))
+		assert.Equal(t, []string{"Nobody has taken this review."}, page.TestIDs("operation-claim-text"))
+		assert.Equal(t, []string{"lapses in 1 h"}, page.TestIDs("operation-lapses"))
+		taken := desk.ravi.Post(t, "/operations/"+payout.ID+"/claim", url.Values{"next": {"/operations/" + payout.ID}})
+		require.Equal(t, http.StatusSeeOther, taken.Status)
+		page = desk.ravi.Get(t, "/operations/"+payout.ID)
+		assert.Contains(t, strings.Join(page.TestIDs("operation-claim-text"), ""), "You have it · 30 min left")
+		assert.NotEmpty(t, page.TestIDs("operation-release"))
+		page = desk.rita.Get(t, "/operations/"+payout.ID)
+		assert.Contains(t, strings.Join(page.TestIDs("operation-claim-text"), ""), "ravi@example.com has it")
+		assert.Empty(t, page.TestIDs("operation-claim-form"), "someone else's claim offers no form")
 	})
 }
 
