@@ -104,6 +104,8 @@ type ReviewList struct {
 	CSRFToken string
 	CanClaim  bool
 	Pick      bool // rows have the bulk bar's checkbox
+	// OneTenant hides the tenant column: a viewer of one tenant learns nothing from it.
+	OneTenant bool
 	// BulkAll is the bulk bar's "all matching" label for this list, which console.js copies
 	// into the bar when it swaps the list in, so the count follows the queue.
 	BulkAll string

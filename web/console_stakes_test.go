@@ -47,6 +47,8 @@ func TestOperationPageLeadsWithTheStakes(t *testing.T) {
 
 		queue := desk.rita.Get(t, "/reviews")
 		assert.Contains(t, strings.Join(queue.TestIDs("review-justification"), "|"), "invoice 7702 is due today")
+		assert.NotContains(t, queue.Body, `<th scope="col">Tenant</th>`, "a one-tenant viewer has no tenant column")
+		assert.Contains(t, desk.ravi.Get(t, "/reviews").Body, `<th scope="col">Tenant</th>`, "a viewer of every tenant has one")
 
 		// The second approver sees the first one's reason, the claim and the deadline.
 		require.Equal(t, http.StatusSeeOther, act(t, desk.rita, payout, models.ActionApprove,
