@@ -149,6 +149,12 @@
   };
   var marked = null; // the review id marked in the queue, kept across its refreshes
 
+  // After a decision, the way on is the next review: focus its link, so Enter follows it.
+  var nextReview = document.querySelector('[data-testid="next-review"] a');
+  if (nextReview) {
+    nextReview.focus();
+  }
+
   function rows() {
     return document.querySelectorAll('[data-testid="review-row"]');
   }
