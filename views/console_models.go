@@ -125,6 +125,9 @@ type ReviewRow struct {
 	Summary   string
 	// SummaryIsParams is set when Summary is the params themselves (the tool has no summary).
 	SummaryIsParams bool
+	// Label names the operation for people where its key does not ("Undo support-5514"); ""
+	// shows the key.
+	Label string
 	// Justification is the agent's reason, shortened; "" when none was given.
 	Justification  string
 	Approvals      string

@@ -85,3 +85,19 @@ func TestOutcomeSaysWhatIsKnown(t *testing.T) {
 		assert.NotContains(t, strings.Join(page.TestIDs("situation-outcome"), ""), "Sent;")
 	}
 }
+
+// A compensation in the queue is named by what it undoes, not by its own compensate:op_… key.
+func TestQueueNamesACompensationByWhatItUndoes(t *testing.T) {
+	t.Parallel()
+	desk := newReviewDesk(t, models.SQLite, consoletest.Options{})
+	ticket := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "support-5514", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
+			To: models.StateSucceeded, Result: []byte(`{"id":"T-1003"}`), DownstreamRef: "T-1003"}})
+	comp, err := desk.con.Executor.ProposeCompensation(t.Context(), ticket, models.Requester{Actor: desk.raviID}, "Opened twice.")
+	require.NoError(t, err)
+	queue := desk.rita.Get(t, "/reviews")
+	links := queue.TestIDs("review-operation-link")
+	require.Len(t, links, 1)
+	assert.True(t, strings.HasPrefix(links[0], "Undo support-5514"), links[0])
+	assert.Contains(t, queue.Body, comp.Key, "its own key is still shown, under the name")
+}
