@@ -101,3 +101,16 @@ func TestQueueNamesACompensationByWhatItUndoes(t *testing.T) {
 	assert.True(t, strings.HasPrefix(links[0], "Undo support-5514"), links[0])
 	assert.Contains(t, queue.Body, comp.Key, "its own key is still shown, under the name")
 }
+
+// An error page keeps a signed-in person's menu: a 404 is not a dead end.
+func TestErrorPagesKeepTheMenu(t *testing.T) {
+	t.Parallel()
+	desk := newReviewDesk(t, models.SQLite, consoletest.Options{})
+	page := desk.rita.Get(t, "/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S")
+	require.Equal(t, http.StatusNotFound, page.Status)
+	assert.NotEmpty(t, page.TestIDs("error-page"))
+	assert.NotEmpty(t, page.TestIDs("nav-reviews"), "the menu is there")
+	assert.Equal(t, []string{"rita@example.com"}, page.TestIDs("user-email"))
+	anon := desk.con.NewBrowser(t).Get(t, "/problems/nothing-here")
+	assert.Empty(t, anon.TestIDs("nav-reviews"), "nobody signed in: no menu")
+}
