@@ -126,7 +126,7 @@ func BulkDecisionBar(b BulkBar) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</span></label><div class=\"actions\"><button type=\"submit\" class=\"button\" data-testid=\"bulk-continue\">Continue</button> <span class=\"hint\">Tick rows below, or all matching. You confirm on the next page, with a reason.</span></div></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</span></label><div class=\"actions\"><button type=\"submit\" class=\"button\" data-testid=\"bulk-continue\">Continue</button></div><p class=\"hint bulk-bar__hint\">Tick rows below, or all matching. You confirm on the next page, with a reason.</p></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
