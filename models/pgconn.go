@@ -78,6 +78,29 @@ func pgConfig(dsn, application string, fence *writerFence) (*pgx.ConnConfig, err
 	return cfg, nil
 }
 
+// TransactionPooled reports whether dsn selects one of pgx's query modes that a transaction
+// pooler can carry: default_query_exec_mode=exec or simple_protocol. Such a URL is taken to
+// go through one (PgBouncer with pool_mode = transaction): every statement is parsed at each
+// run on whichever server connection the pooler lends, and nothing is kept on a server
+// session between transactions. PgBouncer forwards the server's own greeting, so it cannot be
+// told apart on the wire: the URL says so.
+func TransactionPooled(dsn string) bool {
+	if !IsPostgresURL(dsn) {
+		return false
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return false
+	}
+	return sessionless(cfg.DefaultQueryExecMode)
+}
+
+// sessionless reports whether mode keeps nothing on the server session: no named prepared
+// statement, no unnamed one expected to survive a round trip.
+func sessionless(mode pgx.QueryExecMode) bool {
+	return mode == pgx.QueryExecModeExec || mode == pgx.QueryExecModeSimpleProtocol
+}
+
 func severalHosts(cfg *pgx.ConnConfig) bool {
 	for _, f := range cfg.Fallbacks {
 		if f.Host != cfg.Host || f.Port != cfg.Port {
