@@ -72,7 +72,7 @@ var codeAnswers = map[models.Code]codeAnswer{
 		detail: "the ledger cannot be reached; nothing was recorded or executed. Retry with the same Idempotency-Key.",
 		say:    "The ledger cannot be reached right now; nothing was changed. Try again in a moment.",
 		cutOffDetail: "the connection to the ledger broke while this request's change was being committed: it may have been " +
-			"recorded, and then it will run. Retry with the same Idempotency-Key: that is always safe, and the retry " +
+			"recorded, and if so it goes ahead. Retry with the same Idempotency-Key: that is always safe, and the retry " +
 			"answers with whatever was recorded. Do not switch to a new key.",
 		cutOffSay: "The connection to the ledger broke while your change was being saved: it may have been saved. Reload the page to see."},
 }
