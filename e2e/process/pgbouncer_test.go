@@ -153,6 +153,13 @@ func TestPgBouncerKilledAfterCommitIsReconciledAfterRestart(t *testing.T) {
 	killedAfterCommitIsReconciled(t, s)
 }
 
+// TestReviewOpenedDuringProbeIsClosedWhenProbeSettles through PgBouncer: the escalator, a
+// reconcile probe and the review it closes.
+func TestPgBouncerReviewOpenedDuringProbeIsClosedWhenProbeSettles(t *testing.T) {
+	s, _ := pooled(t, true, reviewDuringProbeOptions)
+	reviewOpenedDuringProbeIsClosed(t, s)
+}
+
 // A steady load on two replicas through PgBouncer, with a webhook subscribed: operations
 // answered inline and claimed by the dispatchers (SKIP LOCKED), events into the outbox and
 // out to the receiver, the audit chain appended by the administrative commands and verified
