@@ -131,7 +131,7 @@ func (b *PgBouncer) stop() {
 		return
 	default:
 	}
-	_ = b.cmd.Process.Signal(syscall.SIGINT) // PgBouncer's "safe shutdown"… after clients leave
+	_ = b.cmd.Process.Signal(syscall.SIGTERM) // immediate shutdown (SIGINT would wait for clients)
 	select {
 	case <-b.done:
 	case <-time.After(2 * time.Second):
