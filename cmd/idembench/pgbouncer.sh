@@ -8,6 +8,8 @@
 #   - pgbouncer, exec:     through PgBouncer 1.18, pool_mode = transaction, mode exec
 #   - pgbouncer, simple:   through PgBouncer, default_query_exec_mode=simple_protocol
 #
+# idembench's "cpu" is its own process's CPU per request (gateway, in-process downstream and load
+# generator: the client side of each mode); PgBouncer's, read from /proc, is printed beside.
 # PgBouncer runs with the configuration of the tests (internal/proctest.PgBouncerConfig) on a
 # free port, as postgres when run as root. All four share one database and one tenant, so the
 # replays read the same 200,000 rows.
@@ -56,6 +58,9 @@ if [ "$(id -u)" = 0 ]; then chown -R postgres "$OUT"; as=(runuser -u postgres --
 "${as[@]}" pgbouncer -d "$OUT/pgbouncer.ini"
 trap 'kill "$(cat "$OUT/pgbouncer.pid")" 2>/dev/null || true; sleep 0.5; psql -q "$URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; rm -rf "$OUT"' EXIT
 POOLED="postgres://postgres@127.0.0.1:$BPORT/$DB?sslmode=disable"
+bouncer_ticks() { # PgBouncer's CPU so far, in clock ticks (user + system)
+	awk '{print $14 + $15}' "/proc/$(cat "$OUT/pgbouncer.pid")/stat"
+}
 
 go build -o "$OUT/idembench" ./cmd/idembench
 echo "preloading $PRELOAD operations (directly)" >&2
@@ -69,17 +74,24 @@ declare -A MODES=(
 )
 for r in $(seq 1 "$ROUNDS"); do
 	for m in "1 direct" "2 direct, exec" "3 pgbouncer, exec" "4 pgbouncer, simple"; do
+		b0=$(bouncer_ticks)
 		env -u PGOPTIONS "$OUT/idembench" --database "${MODES[$m]}" --tenant bench --preload "$PRELOAD" --only new,replay-old \
 			--concurrency "$C" --duration "${T}s" --json >"$OUT/r$r-${m%% *}.json"
-		python3 - "$OUT/r$r-${m%% *}.json" "$r" "$m" <<'PY'
+		b1=$(bouncer_ticks)
+		python3 - "$OUT/r$r-${m%% *}.json" "$r" "$m" "$((b1 - b0))" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 rates = {x["name"]: x for x in d["results"]}
 line = [f"round {sys.argv[2]}", f"{sys.argv[3][2:]:<20}"]
+requests = 0
 for name, label in (("new operations", "new"), ("replays across the ledger", "replay-old")):
 	x = rates.get(name)
 	if x:
-		line.append(f"{label} {x['per_second']:>7,.0f}/s p50 {x['p50_ns']/1e6:6.2f} ms errors {x['errors']}")
+		requests += x["requests"]
+		line.append(f"{label} {x['per_second']:>7,.0f}/s p50 {x['p50_ns']/1e6:6.2f} ms cpu {x['cpu_per_request_ns']/1e3:5.0f} µs errors {x['errors']}")
+ticks, hz = int(sys.argv[4]), int(sys.argv[5])
+if ticks and requests:
+	line.append(f"pgbouncer cpu {ticks / hz / requests * 1e6:4.0f} µs/request")
 print("  ".join(line), flush=True)
 PY
 	done

@@ -123,6 +123,12 @@ func NewPatroni(t testing.TB, n int) (*Patroni, error) {
 		return nil, err
 	}
 	p := &Patroni{dir: dir, runAs: runAs}
+	// The nodes' directories are made inside it, each given to the server's user; etcd's
+	// stays its own.
+	if err := chownAll(dir, runAs); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	t.Cleanup(func() {
 		// Patroni first: it would restart a PostgreSQL killed under it.
 		for _, node := range p.Nodes {
@@ -196,7 +202,7 @@ func (p *Patroni) startNode(name, bindir, patroniBin string) (*PatroniNode, erro
 	if err := os.WriteFile(conf, []byte(node.Config), 0o600); err != nil {
 		return nil, err
 	}
-	if err := chownAll(p.dir, p.runAs); err != nil {
+	if err := chownAll(dir, p.runAs); err != nil {
 		return nil, err
 	}
 	if node.daemon, err = startDaemon(dir, p.runAs, patroniBin, conf); err != nil {
