@@ -58,8 +58,11 @@ if [ "$(id -u)" = 0 ]; then chown -R postgres "$OUT"; as=(runuser -u postgres --
 "${as[@]}" pgbouncer -d "$OUT/pgbouncer.ini"
 trap 'kill "$(cat "$OUT/pgbouncer.pid")" 2>/dev/null || true; sleep 0.5; psql -q "$URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; rm -rf "$OUT"' EXIT
 POOLED="postgres://postgres@127.0.0.1:$BPORT/$DB?sslmode=disable"
-bouncer_ticks() { # PgBouncer's CPU so far, in clock ticks (user + system)
-	awk '{print $14 + $15}' "/proc/$(cat "$OUT/pgbouncer.pid")/stat"
+bouncer_ticks() { # PgBouncer's CPU so far, in clock ticks (user + system); fails if it is gone
+	local pid
+	pid=$(cat "$OUT/pgbouncer.pid" 2>/dev/null) && [ -r "/proc/$pid/stat" ] ||
+		{ echo "PgBouncer is not running any more; its log:" >&2; tail -n 20 "$OUT/pgbouncer.log" >&2; return 1; }
+	awk '{print $14 + $15}' "/proc/$pid/stat"
 }
 
 go build -o "$OUT/idembench" ./cmd/idembench
