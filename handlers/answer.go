@@ -47,6 +47,9 @@ type codeAnswer struct {
 	refusal bool
 	// retryAfter, when positive, is sent as Retry-After (seconds), to agents and people.
 	retryAfter int
+	// cutOffDetail and cutOffSay replace detail and say when the error is a commit cut off
+	// on its way (models.MaybeRecorded): then the change may have been recorded.
+	cutOffDetail, cutOffSay string
 }
 
 // codeAnswers is the one table from ledger codes to answers.
@@ -67,7 +70,11 @@ var codeAnswers = map[models.Code]codeAnswer{
 	models.CodeNotCompensable: {slug: problems.NotCompensable, aboutOp: true, tell: true, refusal: true},
 	models.CodeUnavailable: {slug: problems.LedgerUnavailable, retryAfter: ledgerRetryAfter,
 		detail: "the ledger cannot be reached; nothing was recorded or executed. Retry with the same Idempotency-Key.",
-		say:    "The ledger cannot be reached right now; nothing was changed. Try again in a moment."},
+		say:    "The ledger cannot be reached right now; nothing was changed. Try again in a moment.",
+		cutOffDetail: "the connection to the ledger broke while this request's change was being committed: it may have been " +
+			"recorded, and if so it goes ahead. Retry with the same Idempotency-Key: that is always safe, and the retry " +
+			"answers with whatever was recorded. Do not switch to a new key.",
+		cutOffSay: "The connection to the ledger broke while your change was being saved: it may have been saved. Reload the page to see."},
 }
 
 // echoProblems are the problem types of the framework's own errors; any other is internal.
@@ -107,14 +114,18 @@ const internalDetail = "an unexpected error occurred; it has been logged"
 
 func (row codeAnswer) answer(err error) Answer {
 	msg := errDetail(err)
-	p := &Problem{Slug: row.slug, Detail: row.detail, RetryAfter: row.retryAfter, Err: err}
+	detail, say := row.detail, row.say
+	if row.cutOffDetail != "" && models.MaybeRecorded(err) {
+		detail, say = row.cutOffDetail, row.cutOffSay
+	}
+	p := &Problem{Slug: row.slug, Detail: detail, RetryAfter: row.retryAfter, Err: err}
 	if p.Detail == "" {
 		p.Detail = msg
 	}
 	if row.aboutOp {
 		p.Op = models.ErrorOperation(err)
 	}
-	a := Answer{Problem: p, Status: row.status, Refusal: row.refusal, Message: row.say}
+	a := Answer{Problem: p, Status: row.status, Refusal: row.refusal, Message: say}
 	if a.Status == 0 {
 		a.Status = problemStatus(row.slug)
 	}

@@ -183,3 +183,20 @@ func TestWriteProblemUnknownSlugIsInternal(t *testing.T) {
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 	assert.Equal(t, "/problems/internal", decodeBody(t, rec)["type"])
 }
+
+// A commit cut off on its way may have been recorded: the 503 says so, never that nothing
+// was recorded, and tells the agent to retry with the same key (SPEC §5).
+func TestLedgerUnavailableAfterACommitCutOffSaysItMayHaveBeenRecorded(t *testing.T) {
+	t.Parallel()
+	cut := &models.Error{Code: models.CodeUnavailable, Message: "ledger: submit: the commit was cut off", MaybeRecorded: true}
+	a := AnswerFor(fmt.Errorf("handler: %w", cut))
+	assert.Equal(t, problems.LedgerUnavailable, a.Problem.Slug)
+	assert.Equal(t, ledgerRetryAfter, a.Problem.RetryAfter)
+	assert.Contains(t, a.Problem.Detail, "may have been recorded")
+	assert.Contains(t, a.Problem.Detail, "same Idempotency-Key")
+	assert.NotContains(t, a.Problem.Detail, "nothing was recorded")
+	assert.NotContains(t, a.Message, "nothing was changed")
+
+	plain := AnswerFor(&models.Error{Code: models.CodeUnavailable, Message: "ledger: submit"})
+	assert.Contains(t, plain.Problem.Detail, "nothing was recorded", "before any commit was sent, nothing was")
+}

@@ -43,6 +43,11 @@ type Error struct {
 	// state.
 	Op  *Operation
 	Err error
+	// MaybeRecorded says that a write's commit was cut off on its way (CodeUnavailable):
+	// the connection broke after COMMIT was sent and before the server's answer came, so
+	// the write may be durable or not. Nothing else tells which; a retry with the same
+	// Idempotency-Key finds out safely (SPEC §5).
+	MaybeRecorded bool
 }
 
 func (e *Error) Error() string {
@@ -76,6 +81,13 @@ func errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// MaybeRecorded reports whether err is a write whose commit was cut off on its way, so that
+// what it wrote may be durable (see Error.MaybeRecorded).
+func MaybeRecorded(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.MaybeRecorded
+}
+
 // unavailable wraps a database failure. Every database error that is not a recognised answer
 // (not found, duplicate, lost compare-and-set) becomes CodeUnavailable: the gateway fails closed.
 func unavailable(what string, err error) error {
@@ -83,7 +95,31 @@ func unavailable(what string, err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	return &Error{Code: CodeUnavailable, Message: "ledger: " + what, Err: err}
+	return &Error{Code: CodeUnavailable, Message: "ledger: " + what + poolerHint(err), Err: err}
+}
+
+// commitCutOff wraps the failure of a commit that was sent: unless the server answered it (a
+// PostgreSQL error: it rolled back), the connection broke with the COMMIT in flight, and the
+// transaction may have committed. On SQLite a failed commit did not commit.
+func commitCutOff(d Dialect, what string, err error) error {
+	var pgErr *pgconn.PgError
+	if d != Postgres || errors.As(err, &pgErr) {
+		return unavailable(what, err)
+	}
+	return &Error{Code: CodeUnavailable, MaybeRecorded: true, Err: err,
+		Message: "ledger: " + what + ": the connection broke while the commit was in flight; it may have been recorded"}
+}
+
+// poolerHint explains the errors a transaction pooler causes when the URL does not say it is
+// there: pgx's cached prepared statements, made on one server connection, meet another one
+// (42P05 duplicate_prepared_statement, 26000 invalid_sql_statement_name).
+func poolerHint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") {
+		return " (prepared statements do not survive here: if the database URL goes through a transaction pooler " +
+			"such as PgBouncer with pool_mode = transaction, add default_query_exec_mode=exec to it)"
+	}
+	return ""
 }
 
 // isUniqueViolation reports whether err is a unique constraint refusing an insert: SQLSTATE

@@ -160,6 +160,7 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	var transitions []Transition
 	ctx, span := l.startWrite(ctx, what)
 	defer func() { endWrite(span, transitions, err) }()
+	committing := false
 	err = l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		// Set returns a chain, not a session: without Session every statement of fn would
@@ -169,8 +170,15 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 		if changed, err = fn(tx); err != nil {
 			return err
 		}
-		return l.flush(tx, &deferred, changed)
+		if err := l.flush(tx, &deferred, changed); err != nil {
+			return err
+		}
+		committing = true // what fails from here is the COMMIT itself
+		return nil
 	})
+	if err != nil && committing {
+		return commitCutOff(l.dialect, what, err)
+	}
 	if err != nil {
 		return unavailable(what, err)
 	}

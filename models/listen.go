@@ -25,6 +25,22 @@ const keysChannel = "idemgate_api_keys"
 // and hear nothing the new primary sends.
 const listenerCheck = 5 * time.Second
 
+// ListenURL is the URL a gateway's listener connects to, given the database URL and the
+// listen URL an operator set (IDEMGATE_DATABASE_LISTEN_URL). LISTEN needs a session of its
+// own: the listen URL when one is set; else the database URL itself, unless that one goes
+// through a transaction pooler (TransactionPooled), which lends each transaction whichever
+// server connection is free, so that notifications would arrive on a connection nobody
+// listens on. Then it is "": no listener, waiters poll (SPEC §9).
+func ListenURL(databaseURL, listenURL string) string {
+	switch {
+	case listenURL != "":
+		return listenURL
+	case TransactionPooled(databaseURL):
+		return ""
+	}
+	return databaseURL
+}
+
 // Listen relays changes committed by other processes to this ledger's hub, so waiters wake at
 // once instead of at their next poll, and their API-key revocations to its key cache, until
 // ctx ends. It reconnects after failures, to whichever host of dsn is the primary by then. On

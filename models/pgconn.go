@@ -78,6 +78,29 @@ func pgConfig(dsn, application string, fence *writerFence) (*pgx.ConnConfig, err
 	return cfg, nil
 }
 
+// TransactionPooled reports whether dsn selects one of pgx's query modes that a transaction
+// pooler can carry: default_query_exec_mode=exec or simple_protocol. Such a URL is taken to
+// go through one (PgBouncer with pool_mode = transaction): every statement is parsed at each
+// run on whichever server connection the pooler lends, and nothing is kept on a server
+// session between transactions. PgBouncer forwards the server's own greeting, so it cannot be
+// told apart on the wire: the URL says so.
+func TransactionPooled(dsn string) bool {
+	if !IsPostgresURL(dsn) {
+		return false
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return false
+	}
+	return sessionless(cfg.DefaultQueryExecMode)
+}
+
+// sessionless reports whether mode keeps nothing on the server session: no named prepared
+// statement, no unnamed one expected to survive a round trip.
+func sessionless(mode pgx.QueryExecMode) bool {
+	return mode == pgx.QueryExecModeExec || mode == pgx.QueryExecModeSimpleProtocol
+}
+
 func severalHosts(cfg *pgx.ConnConfig) bool {
 	for _, f := range cfg.Fallbacks {
 		if f.Host != cfg.Host || f.Port != cfg.Port {
@@ -138,12 +161,28 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*sql.DB, error) {
 		return nil, err
 	}
 	cfg.Tracer = tracer
-	db := stdlib.OpenDB(*cfg, stdlib.OptionResetSession(fence.reset))
+	opts := []stdlib.OptionOpenDB{stdlib.OptionResetSession(fence.reset)}
+	if sessionless(cfg.DefaultQueryExecMode) {
+		opts = append(opts, stdlib.OptionAfterConnect(bytesAsText))
+	}
+	db := stdlib.OpenDB(*cfg, opts...)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	db.SetConnMaxLifetime(pgMaxLifetime)
 	return db, nil
+}
+
+// bytesAsText sends []byte parameters as text. In the sessionless modes pgx does not ask the
+// server for a statement's parameter types; it encodes each value by its Go type, and []byte
+// by default as bytea, whose text form ("\x7b22…") a TEXT column would then store as it is:
+// params and results, which the ledger keeps as JSON text, would come back as hex. With the
+// server describing the statement (the default mode) the parameter is text and the bytes go
+// as they are; this makes the sessionless modes do the same. The ledger has no bytea column
+// (TestSchemaHasNoByteaColumn keeps it so).
+func bytesAsText(_ context.Context, c *pgx.Conn) error {
+	c.TypeMap().RegisterDefaultPgType([]byte(nil), "text")
+	return nil
 }
 
 // checkWritable fails with SQLSTATE 25006 on a server that accepts no writes. Raised by the

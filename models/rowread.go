@@ -67,7 +67,9 @@ func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...a
 		if !ok {
 			return errors.New("ledger: the postgres pool does not hold pgx connections")
 		}
-		if perRun {
+		// A sessionless mode (a URL for a transaction pooler, see TransactionPooled) plans
+		// every statement per run already; the URL's choice of protocol stands.
+		if perRun && !sessionless(pc.Conn().Config().DefaultQueryExecMode) {
 			// The unnamed statement is parsed and planned with its parameters on every
 			// execution (PostgreSQL's choose_custom_plan); the description pgx caches
 			// spares the describe round trip.

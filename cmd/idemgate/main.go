@@ -50,7 +50,12 @@ Usage:
 Environment:
   IDEMGATE_DATABASE_URL  postgres://… or an SQLite file (default idemgate.db); a PostgreSQL
                          URL may name a primary and its standbys:
-                         postgres://h1:5432,h2:5432/idemgate?target_session_attrs=read-write
+                         postgres://h1:5432,h2:5432/idemgate?target_session_attrs=read-write;
+                         through PgBouncer (pool_mode = transaction) add
+                         default_query_exec_mode=exec
+  IDEMGATE_DATABASE_LISTEN_URL  a direct PostgreSQL URL (no transaction pooler) for the
+                         LISTEN connection that wakes waiters on other replicas' operations
+                         (default: IDEMGATE_DATABASE_URL, none when that one is pooled: poll)
   IDEMGATE_ADDR          listen address (default 127.0.0.1:8080)
   IDEMGATE_TOOLS         tools file (default: the built-in demo catalogue)
   IDEMGATE_DEMO=1        same as --demo

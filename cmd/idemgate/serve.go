@@ -146,7 +146,12 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			log.Warn("flushing traces", "err", err)
 		}
 	}()
-	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: env.getenv("IDEMGATE_DATABASE_URL"), Catalog: cat,
+	listenURL := models.ListenURL(env.getenv("IDEMGATE_DATABASE_URL"), env.getenv("IDEMGATE_DATABASE_LISTEN_URL"))
+	if dialect == models.Postgres && listenURL == "" {
+		log.Info("the database URL goes through a transaction pooler (default_query_exec_mode) and IDEMGATE_DATABASE_LISTEN_URL is not set: " +
+			"no LISTEN connection, waiters on other replicas' operations poll")
+	}
+	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat,
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},

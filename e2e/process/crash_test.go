@@ -26,9 +26,16 @@ func onlyLookupsAfterFirstPost(t *testing.T, methods []string) {
 // A new process on the same database must find the operation through the lease reaper and the
 // reconciler, never by sending the refund again.
 func TestKilledAfterCommitIsReconciledAfterRestart(t *testing.T) {
-	// A 2 s timeout leaves ample room between the commit and the SIGKILL on a loaded machine:
-	// the attempt must still be in flight when the process dies.
-	s := newStack(t, stackOptions{Timeout: "2s"})
+	killedAfterCommitIsReconciled(t, newStack(t, killedAfterCommitOptions))
+}
+
+// A 2 s timeout leaves ample room between the commit and the SIGKILL on a loaded machine:
+// the attempt must still be in flight when the process dies.
+var killedAfterCommitOptions = stackOptions{Timeout: "2s"}
+
+// killedAfterCommitIsReconciled is TestKilledAfterCommitIsReconciledAfterRestart on the stack
+// s, made with killedAfterCommitOptions.
+func killedAfterCommitIsReconciled(t *testing.T, s *stack) {
 	a := s.serve(t, "A")
 	s.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeHangAfterCommit, Path: "/refunds", Method: "POST", Count: 1, Delay: time.Minute})
 

@@ -242,9 +242,15 @@ func nothingRunningPastLease(t *testing.T, s *stack) {
 // listenersOn counts the sessions on pg that are a gateway's LISTEN connection.
 func listenersOn(t *testing.T, pg *proctest.Postgres) int {
 	t.Helper()
+	return listenersAt(t, pg.DSN)
+}
+
+// listenersAt counts the sessions on the server of dsn that are a gateway's LISTEN connection.
+func listenersAt(t *testing.T, dsn string) int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db, _, err := models.Open(ctx, pg.DSN)
+	db, _, err := models.Open(ctx, dsn)
 	require.NoError(t, err)
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()

@@ -22,7 +22,12 @@ import (
 // side effect, one operation, one answer; duplicates waiting on the replica that did not run
 // the attempt wake when the other one records the outcome.
 func TestTwoReplicasFortyConcurrentDuplicates(t *testing.T) {
-	s := newStack(t, stackOptions{})
+	fortyConcurrentDuplicates(t, newStack(t, stackOptions{}))
+}
+
+// fortyConcurrentDuplicates is TestTwoReplicasFortyConcurrentDuplicates on the stack s, whose
+// replicas have a LISTEN connection.
+func fortyConcurrentDuplicates(t *testing.T, s *stack) {
 	procs := []*proctest.Process{s.serve(t, "A"), s.serve(t, "B")}
 	replicas := []string{procs[0].URL, procs[1].URL}
 	// The one attempt takes 500 ms, so every duplicate arrives while it runs.

@@ -18,9 +18,16 @@ import (
 // must be closed with it: a SUCCEEDED operation with an open unknown_outcome review sits in the
 // review queue forever, asking reviewers a question that was already answered.
 func TestReviewOpenedDuringProbeIsClosedWhenProbeSettles(t *testing.T) {
-	// escalate_after 0s: the escalator opens the review at its next tick (≤ 1 s); the look-up
-	// takes 1.8 s, so the review opens while the probe is in flight.
-	s := newStack(t, stackOptions{Timeout: "2s", Escalate: "0s"})
+	reviewOpenedDuringProbeIsClosed(t, newStack(t, reviewDuringProbeOptions))
+}
+
+// escalate_after 0s: the escalator opens the review at its next tick (≤ 1 s); the look-up
+// takes 1.8 s, so the review opens while the probe is in flight.
+var reviewDuringProbeOptions = stackOptions{Timeout: "2s", Escalate: "0s"}
+
+// reviewOpenedDuringProbeIsClosed is TestReviewOpenedDuringProbeIsClosedWhenProbeSettles on
+// the stack s, made with reviewDuringProbeOptions.
+func reviewOpenedDuringProbeIsClosed(t *testing.T, s *stack) {
 	a := s.serve(t, "A")
 	s.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDropAfterCommit, Path: "/refunds", Method: "POST", Count: 1})
 	s.sb.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/refunds", Method: "GET", Count: 1, Delay: 1800 * time.Millisecond})

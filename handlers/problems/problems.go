@@ -273,8 +273,10 @@ var table = []Type{
 		Status: http.StatusServiceUnavailable,
 		Title:  "Ledger unavailable",
 		Explanation: "idemgate could not reach the ledger database that records operations, so it could " +
-			"neither record nor look up the operation. It fails closed: nothing was recorded and " +
-			"nothing was executed by this request.",
+			"neither record nor look up the operation. It fails closed: nothing was executed by this " +
+			"request. Usually nothing was recorded either; but when the connection broke while the " +
+			"request's commit was in flight (a database failover), the operation may have been recorded, " +
+			"and then it runs: the `detail` says so.",
 		WhatToDo: "Wait for the `Retry-After` header's number of seconds, then resend the same request " +
 			"with the same `Idempotency-Key`, backing off if it happens again. That is always safe. Do " +
 			"not switch to a new key: if an earlier request did record the operation, a new key would " +

@@ -2,7 +2,6 @@ package proctest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,22 +81,7 @@ func (pg *Postgres) Kill() error {
 	if err != nil {
 		return err
 	}
-	procs := append([]int{pid}, childrenOf(pid)...)
-	for _, p := range procs {
-		if err := syscall.Kill(p, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("kill %d: %w", p, err)
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, p := range procs {
-		for alive(p) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("process %d of the cluster still alive after SIGKILL", p)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	return nil
+	return killTree(pid)
 }
 
 // Exec runs statements on the cluster, each on its own, outside any transaction (ALTER SYSTEM
