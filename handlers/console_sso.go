@@ -34,6 +34,14 @@ func (h *Console) SSOCallback(c echo.Context) error {
 	pend, _ := h.Sessions.TakePendingSSO(c)
 	ctx := c.Request().Context()
 	login, err := h.SSO.Finish(ctx, pend, c.QueryParams())
+	var refused *sso.Error
+	if errors.As(err, &refused) && refused.Subject != "" {
+		// The provider vouched for the person and no longer gives them access: their live
+		// sessions here end now, not when they would have lapsed.
+		if _, endErr := h.Ledger.EndFederatedSessions(ctx, refused.Issuer, refused.Subject); endErr != nil {
+			return endErr
+		}
+	}
 	if err != nil {
 		return h.ssoRefused(c, http.StatusUnauthorized, err)
 	}

@@ -122,3 +122,17 @@ func (l *Ledger) useSSOState(ctx context.Context, issuer, state string, now time
 	}
 	return nil
 }
+
+// EndFederatedSessions ends the live sessions of the user an identity provider knows as
+// (issuer, subject), and says how many: the provider vouched for the person but refused them
+// access (their role or tenants taken away there), so they are deprovisioned, and what they
+// had signed in to here ends at once rather than at its lifetime. No such user is no error.
+func (l *Ledger) EndFederatedSessions(ctx context.Context, issuer, subject string) (int64, error) {
+	res := l.scope(ctx).Model(&UserSession{}).
+		Where("ended_at IS NULL AND user_id IN (SELECT id FROM users WHERE issuer = ? AND subject = ?)", issuer, subject).
+		Update("ended_at", l.clock())
+	if res.Error != nil {
+		return 0, unavailable("end federated sessions", res.Error)
+	}
+	return res.RowsAffected, nil
+}

@@ -107,3 +107,26 @@ func TestFederatedPersonIsOneReviewer(t *testing.T) {
 		assert.Equal(t, http.StatusOK, other.Get(t, "/reviews").Status, "another person stays signed in")
 	})
 }
+
+// A person the identity provider no longer gives access (their role taken away there) is
+// signed out of the sessions they have here as soon as the provider says so, at a sign-in,
+// not when those sessions would have lapsed.
+func TestDeprovisionedFederatedUserIsSignedOut(t *testing.T) {
+	t.Parallel()
+	con, idp := ssoConsole(t, models.SQLite)
+	kept := ssoSignIn(t, con, idp, "sub-ann", "ann@example.com")
+	other := ssoSignIn(t, con, idp, "sub-bob", "bob@example.com")
+
+	idp.SignInAs(oidctest.Identity{Subject: "sub-ann", Claims: map[string]any{
+		"email": "ann@example.com", "email_verified": true, "idemgate_tenants": []string{"acme"}}}) // no role any more
+	b := con.NewBrowser(t)
+	_, toIdP := ssoLeg(t, b, con.URL+sso.StartPath)
+	_, callback := ssoLeg(t, b, toIdP)
+	res, _ := ssoLeg(t, b, callback)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "the sign-in is refused")
+
+	page := kept.Get(t, "/reviews")
+	assert.Equal(t, http.StatusSeeOther, page.Status, "the earlier session ended")
+	assert.True(t, strings.HasPrefix(page.Header.Get("Location"), "/login"))
+	assert.Equal(t, http.StatusOK, other.Get(t, "/reviews").Status, "another person stays signed in")
+}

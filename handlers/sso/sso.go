@@ -120,10 +120,13 @@ type Pending struct {
 	Expires  int64  `json:"expires"`  // unix seconds
 }
 
-// Error is a refused sign-in, with what to tell the person; Err is for the log.
+// Error is a refused sign-in, with what to tell the person; Err is for the log. Issuer and
+// Subject are set when the provider vouched for the person (a verified token) and it is their
+// claims that were refused: the provider no longer gives them access (deprovisioned there).
 type Error struct {
-	Message string
-	Err     error
+	Message         string
+	Err             error
+	Issuer, Subject string
 }
 
 func (e *Error) Error() string {
@@ -191,8 +194,18 @@ func (p *Provider) Finish(ctx context.Context, pend Pending, q url.Values) (mode
 	return p.login(idt, pend.State)
 }
 
-// login maps the token's claims to the ledger's sign-in.
+// login maps the token's claims to the ledger's sign-in. A refusal of the claims names who the
+// verified token is for (refusedClaims).
 func (p *Provider) login(idt *oidc.IDToken, state string) (models.FederatedLogin, error) {
+	login, err := p.claimsLogin(idt, state)
+	var e *Error
+	if errors.As(err, &e) {
+		e.Issuer, e.Subject = idt.Issuer, idt.Subject
+	}
+	return login, err
+}
+
+func (p *Provider) claimsLogin(idt *oidc.IDToken, state string) (models.FederatedLogin, error) {
 	var none models.FederatedLogin
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
