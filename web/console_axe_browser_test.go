@@ -63,40 +63,47 @@ func (v axeViolation) String() string {
 }
 
 // Issue 28: axe-core, run in the same Chromium, finds no serious or critical violation on any
-// console page, at 1440×900 or 390×844: the pages TestBrowserNoPageScrollsSideways visits, and
-// the sign-in page, a payout awaiting approval, a problem type's page and the not-found page.
+// console page, at 1440×900 or 390×844, in the light theme and the dark one: the pages
+// TestBrowserNoPageScrollsSideways visits, and the sign-in page, a payout awaiting approval, a
+// problem type's page and the not-found page.
 func TestBrowserAxeNoSeriousViolations(t *testing.T) {
 	t.Parallel()
 	axe := axeScript(t)
-	ctx := browser(t)
 	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
 	pages, _, pw := everyPage(t, con)
 	payout := con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1048:payout", Tool: "payments.payout",
 		Params: `{"amount_cents":480000,"currency":"EUR","order_id":"1048"}`, NeedsApproval: true})
 	pages = append(pages, "/operations/"+payout.ID, "/problems/"+problems.All()[0].Slug, "/operations/op_not_there")
-
 	sizes := [][2]int64{{1440, 900}, {390, 844}}
-	check := func(path string, size [2]int64) {
-		t.Helper()
-		run(t, ctx, chromedp.Evaluate[chromedp.Void](axe))
-		found := value(t, ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
-			r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'))`, chromedp.EvalAwaitPromise))
-		for _, v := range found {
-			t.Errorf("axe on %s at %d×%d: %s", path, size[0], size[1], v)
+
+	for _, theme := range []string{"light", "dark"} {
+		// A browser per theme: each gets the whole of browser's deadline on a loaded machine.
+		ctx := browser(t)
+		check := func(path string, size [2]int64) {
+			t.Helper()
+			run(t, ctx, chromedp.Evaluate[chromedp.Void](axe))
+			found := value(t, ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
+				r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'))`, chromedp.EvalAwaitPromise))
+			for _, v := range found {
+				t.Errorf("axe on %s at %d×%d, %s theme: %s", path, size[0], size[1], theme, v)
+			}
 		}
-	}
-	// Signed out: the sign-in page.
-	for _, size := range sizes {
-		run(t, ctx, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(con.URL+"/login"), chromedp.WaitVisible(testID("login-form")))
-		check("/login", size)
-	}
-	signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
-	run(t, ctx, chromedp.WaitVisible(testID("state-counts")))
-	for _, size := range sizes {
-		run(t, ctx, chromedp.EmulateViewport(size[0], size[1]))
-		for _, path := range pages {
-			run(t, ctx, chromedp.Navigate(con.URL+path), chromedp.WaitReady("body"))
-			check(path, size)
+		if theme == "light" { // signed out: the sign-in page
+			for _, size := range sizes {
+				run(t, ctx, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(con.URL+"/login"), chromedp.WaitVisible(testID("login-form")))
+				check("/login", size)
+			}
+		}
+		signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
+		run(t, ctx, chromedp.WaitVisible(testID("state-counts")))
+		run(t, ctx, chromedp.EmulateViewport(1440, 900), chromedp.SetValue(testID("pref-theme"), theme),
+			chromedp.Click(testID("pref-apply")), chromedp.WaitVisible(`html[data-theme="`+theme+`"]`))
+		for _, size := range sizes {
+			run(t, ctx, chromedp.EmulateViewport(size[0], size[1]))
+			for _, path := range pages {
+				run(t, ctx, chromedp.Navigate(con.URL+path), chromedp.WaitReady("body"))
+				check(path, size)
+			}
 		}
 	}
 }
