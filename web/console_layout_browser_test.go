@@ -19,35 +19,7 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
-	refund := seedDay(t, con)
-	long := con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1046:a-very-long-idempotency-key-that-an-agent-made-up-from-several-ids-0123456789abcdef",
-		Tool: "tickets.create", WorkflowRunID: "workflow-run-with-a-rather-long-identifier-0123456789abcdef-0123456789",
-		Params:  `{"subject":"` + fmt.Sprintf("%0200d", 7)[:180] + `","body":"A body without spaces:` + fmt.Sprintf("%0300d", 1) + `"}`,
-		Unknown: true, Review: true})
-	comp, err := con.Executor.ProposeCompensation(t.Context(), mustSucceed(t, con), models.Requester{Actor: "user:ravi@example.com"},
-		"Duplicate of an earlier ticket; the customer wrote twice.")
-	require.NoError(t, err)
-	pw := con.User(t, "ada@example.com", models.RoleAdmin)
-	_, err = con.Ledger.CreateWebhook(t.Context(), models.AllTenants(), models.Requester{Actor: "consoletest"}, models.NewWebhook{
-		Tenant: "demo", URL: "http://127.0.0.1:9/idemgate/a-rather-long-path/that-goes-on-and-on/0123456789abcdef0123456789abcdef", AllowPrivate: true,
-		Events: models.WebhookEventTypes})
-	require.NoError(t, err)
-
-	// Saved views with long names, on both pages that list them; a search showing attempts and
-	// error classes.
-	ada, err := con.Ledger.UserByEmail(t.Context(), "ada@example.com")
-	require.NoError(t, err)
-	for _, page := range []string{models.ViewPageOperations, models.ViewPageReviews} {
-		for _, name := range []string{"Refunds of the big outage on the first of December", "UNKNOWN-tickets-of-the-demo-tenant-without-any-spaces-in-it"} {
-			_, err := con.Ledger.SaveView(t.Context(), ada.ID, page, name, "tool=tickets.create")
-			require.NoError(t, err)
-		}
-	}
-	prepared, applied := bulkPages(t, con, "user:ada@example.com", long.ID, refund.ID)
-	pages := []string{"/", "/reviews", "/reviews?tool=tickets.create", "/operations", "/operations?state=UNKNOWN",
-		"/operations?key=order-1046&param=subject+%3D+x&tool=tickets.create", "/operations?param=card_number+%3D+1", "/operations/" + refund.ID,
-		"/operations/" + long.ID, "/operations/" + comp.ID, "/workflows/" + *long.WorkflowRunID, "/audit", "/exports",
-		"/admin", "/admin/webhooks", "/problems", prepared, applied}
+	pages, longID, pw := everyPage(t, con)
 	signIn(t, ctx, con.URL+"/", "ada@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("state-counts")))
 	for _, width := range []int64{1440, 390} {
@@ -77,13 +49,50 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 	assert.Contains(t, cells, `block "Attempts"`)
 	assert.Contains(t, cells, `block "Error class"`)
 	// Long params wrap rather than widen the page.
-	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+long.ID), chromedp.WaitVisible(testID("params-json")))
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+longID), chromedp.WaitVisible(testID("params-json")))
 	wraps := value(t, ctx, chromedp.Evaluate[bool](`(() => { const p = document.querySelector('[data-testid="params-json"]');
 		return p.scrollWidth <= p.clientWidth; })()`))
 	assert.True(t, wraps, "long params wrap inside their card")
 	screenshot(t, ctx, "phone-operation")
 	run(t, ctx, chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
 	screenshot(t, ctx, "phone-reviews")
+}
+
+// everyPage seeds con with a day of history with long keys, long params, a proposed
+// compensation, a webhook, saved views with long names and two bulk decisions, adds the admin
+// ada@example.com, and returns every console page an admin sees (paths), the id of the
+// operation with the long key and params, and ada's password.
+func everyPage(t *testing.T, con *consoletest.Console) (pages []string, longID, password string) {
+	t.Helper()
+	refund := seedDay(t, con)
+	long := con.Operation(t, consoletest.Seed{Tenant: "demo", Key: "order-1046:a-very-long-idempotency-key-that-an-agent-made-up-from-several-ids-0123456789abcdef",
+		Tool: "tickets.create", WorkflowRunID: "workflow-run-with-a-rather-long-identifier-0123456789abcdef-0123456789",
+		Params:  `{"subject":"` + fmt.Sprintf("%0200d", 7)[:180] + `","body":"A body without spaces:` + fmt.Sprintf("%0300d", 1) + `"}`,
+		Unknown: true, Review: true})
+	comp, err := con.Executor.ProposeCompensation(t.Context(), mustSucceed(t, con), models.Requester{Actor: "user:ravi@example.com"},
+		"Duplicate of an earlier ticket; the customer wrote twice.")
+	require.NoError(t, err)
+	pw := con.User(t, "ada@example.com", models.RoleAdmin)
+	_, err = con.Ledger.CreateWebhook(t.Context(), models.AllTenants(), models.Requester{Actor: "consoletest"}, models.NewWebhook{
+		Tenant: "demo", URL: "http://127.0.0.1:9/idemgate/a-rather-long-path/that-goes-on-and-on/0123456789abcdef0123456789abcdef", AllowPrivate: true,
+		Events: models.WebhookEventTypes})
+	require.NoError(t, err)
+
+	// Saved views with long names, on both pages that list them; a search showing attempts and
+	// error classes.
+	ada, err := con.Ledger.UserByEmail(t.Context(), "ada@example.com")
+	require.NoError(t, err)
+	for _, page := range []string{models.ViewPageOperations, models.ViewPageReviews} {
+		for _, name := range []string{"Refunds of the big outage on the first of December", "UNKNOWN-tickets-of-the-demo-tenant-without-any-spaces-in-it"} {
+			_, err := con.Ledger.SaveView(t.Context(), ada.ID, page, name, "tool=tickets.create")
+			require.NoError(t, err)
+		}
+	}
+	prepared, applied := bulkPages(t, con, "user:ada@example.com", long.ID, refund.ID)
+	return []string{"/", "/reviews", "/reviews?tool=tickets.create", "/operations", "/operations?state=UNKNOWN",
+		"/operations?key=order-1046&param=subject+%3D+x&tool=tickets.create", "/operations?param=card_number+%3D+1", "/operations/" + refund.ID,
+		"/operations/" + long.ID, "/operations/" + comp.ID, "/workflows/" + *long.WorkflowRunID, "/audit", "/exports",
+		"/admin", "/admin/webhooks", "/problems", prepared, applied}, long.ID, pw
 }
 
 // mustSucceed records a ticket that succeeded, to be compensated.
