@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,12 +24,12 @@ import (
 const callTimeout = 5 * time.Second
 
 // postCall is a POST of a small JSON body to url, as the executor sends one.
-func postCall(url string) jobs.Call {
-	return jobs.Call{Method: http.MethodPost, URL: url, Body: []byte(`{"subject":"x"}`), Header: http.Header{}, Timeout: callTimeout}
+func postCall(url string) downstream.Call {
+	return downstream.Call{Method: http.MethodPost, URL: url, Body: []byte(`{"subject":"x"}`), Header: http.Header{}, Timeout: callTimeout}
 }
 
 // classify runs the classifier on what the connector saw.
-func classify(r jobs.Response) jobs.Class {
+func classify(r downstream.Response) jobs.Class {
 	return jobs.Classify(r.Status, r.Wrote, r.Err, r.BodyErr)
 }
 
@@ -50,7 +51,7 @@ func TestConnectorRefusedIsNotSent(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	r := jobs.NewConnector().Do(context.Background(), postCall("http://"+addr+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall("http://"+addr+"/tickets"))
 	require.Error(t, r.Err)
 	assert.False(t, r.Wrote, "nothing was written to a refused connection")
 	assert.Zero(t, r.Status)
@@ -64,7 +65,7 @@ func TestConnectorConnectionClosedAfterRequestIsAmbiguous(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
 	require.Error(t, r.Err)
 	assert.True(t, r.Wrote, "the request left before the connection dropped")
 	assert.Equal(t, jobs.Ambiguous, classify(r))
@@ -85,7 +86,7 @@ func TestConnectorHangPastTimeoutIsAmbiguous(t *testing.T) {
 
 	call := postCall(srv.URL + "/tickets")
 	call.Timeout = 200 * time.Millisecond
-	r := jobs.NewConnector().Do(context.Background(), call)
+	r := downstream.NewConnector().Do(context.Background(), call)
 	// The server answers only once released, and that happens after Do returns: Do came back
 	// because the call's timeout ended the wait, the one deadline in play.
 	require.Error(t, r.Err)
@@ -122,7 +123,7 @@ func TestConnectorRetryAfter(t *testing.T) {
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
-			r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL))
+			r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL))
 			require.NoError(t, r.Err)
 			assert.Equal(t, tc.status, r.Status)
 			assert.GreaterOrEqual(t, r.RetryAfter, tc.min)
@@ -146,7 +147,7 @@ func TestConnectorDoesNotFollowRedirects(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
 	require.NoError(t, r.Err)
 	assert.Equal(t, http.StatusFound, r.Status)
 	assert.Zero(t, followed.Load(), "a Location header never chooses where idemgate sends requests")
@@ -174,7 +175,7 @@ func TestConnectorBodyLimit(t *testing.T) {
 				_, _ = w.Write(bytes.Repeat([]byte("a"), tc.size))
 			}))
 			defer srv.Close()
-			r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL))
+			r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL))
 			require.NoError(t, r.Err)
 			assert.Equal(t, http.StatusOK, r.Status)
 			assert.Equal(t, tc.wantErr, r.BodyErr != nil, "BodyErr: %v", r.BodyErr)
@@ -209,7 +210,7 @@ func TestConnectorSendsHeadersAndBody(t *testing.T) {
 	call.Header.Set("Traceparent", "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01")
 	call.Header.Set("Idempotency-Key", "op_1")
 	before := call.Header.Clone()
-	r := jobs.NewConnector().Do(context.Background(), call)
+	r := downstream.NewConnector().Do(context.Background(), call)
 	require.NoError(t, r.Err)
 	assert.Equal(t, http.StatusCreated, r.Status)
 	assert.Equal(t, `{"id":"T-1"}`, string(r.Body))
@@ -242,7 +243,7 @@ func TestConnectorGetSendsNoBody(t *testing.T) {
 		_, _ = io.WriteString(w, `{"found":true}`)
 	}))
 	defer srv.Close()
-	r := jobs.NewConnector().Do(context.Background(), jobs.Call{Method: http.MethodGet, URL: srv.URL, Header: http.Header{}, Timeout: callTimeout})
+	r := downstream.NewConnector().Do(context.Background(), downstream.Call{Method: http.MethodGet, URL: srv.URL, Header: http.Header{}, Timeout: callTimeout})
 	require.NoError(t, r.Err)
 	assert.Equal(t, jobs.Succeeded, classify(r))
 	assert.Equal(t, "", body.Load())
@@ -255,9 +256,9 @@ func TestConnectorNilHeaderDoesNotPanic(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	var r jobs.Response
+	var r downstream.Response
 	require.NotPanics(t, func() {
-		r = jobs.NewConnector().Do(context.Background(), jobs.Call{Method: http.MethodGet, URL: srv.URL, Timeout: callTimeout})
+		r = downstream.NewConnector().Do(context.Background(), downstream.Call{Method: http.MethodGet, URL: srv.URL, Timeout: callTimeout})
 	})
 	assert.Equal(t, http.StatusNoContent, r.Status)
 }
@@ -321,7 +322,7 @@ func (rt *reuseTrace) get() []bool {
 func TestConnectorDoesNotResendPostOnReusedConnection(t *testing.T) {
 	t.Parallel()
 	cs := newClosingServer(t)
-	cn := jobs.NewConnector()
+	cn := downstream.NewConnector()
 	var trace reuseTrace
 	ctx := trace.ctx()
 

@@ -247,6 +247,17 @@ CREATE TABLE bulk_decision_items (
 	PRIMARY KEY (bulk_id, seq)
 );
 `},
+	// Tenant secrets ({tenant: NAME} in a connection, SPEC §4a): sealed under the data key,
+	// bound to the tenant and the name, never stored in clear.
+	{14, "tenant secrets", `
+CREATE TABLE tenant_secrets (
+	tenant TEXT NOT NULL REFERENCES tenants(name),
+	name   TEXT NOT NULL,
+	sealed TEXT NOT NULL,
+	set_at {{ts}} NOT NULL,
+	PRIMARY KEY (tenant, name)
+);
+`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

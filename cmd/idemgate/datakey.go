@@ -58,7 +58,7 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if keys == nil {
 		return fmt.Errorf("IDEMGATE_DATA_KEY is not set: set it to the key to seal with (idemgate datakey generate makes one), and list the previous ones in IDEMGATE_DATA_KEYS_OLD")
 	}
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox")
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv)
 	if err != nil {
 		return err
 	}

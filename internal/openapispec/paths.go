@@ -59,7 +59,8 @@ func createOperation() obj {
 				problems.OperationInProgress, problems.OperationUncertain, problems.OperationAwaitingApproval),
 			code(410), problemResponse(nil, problems.IdempotencyKeyExpired),
 			code(413), problemResponse(nil, problems.BodyTooLarge),
-			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch),
+			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch,
+				problems.ConnectionNotConfigured),
 		))
 }
 
