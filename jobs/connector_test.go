@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -365,4 +367,46 @@ func TestStockClientResendsPostWithIdempotencyKey(t *testing.T) {
 	require.NoError(t, post("/ok"))
 	require.Error(t, post("/drop"))
 	assert.Equal(t, int32(2), cs.drops.Load(), "net/http resent the POST once on a fresh connection")
+}
+
+// tenantSecrets is a TenantSecrets of fixed values.
+type tenantSecrets map[string]string
+
+func (s tenantSecrets) TenantSecret(_ context.Context, tenant, name string) (string, error) {
+	v, ok := s[tenant+"/"+name]
+	if !ok {
+		return "", fmt.Errorf("tenant %q has no secret %q", tenant, name)
+	}
+	return v, nil
+}
+
+// TestConnectorTenantSecret: a {tenant: …} secret is the call's tenant's, reported among the
+// credentials to scrub; a secret the tenant lacks (gone since the call was accepted) means
+// the request is not sent.
+func TestConnectorTenantSecret(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		got.Store(r.Header.Get("X-Api-Key"))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	conn := &catalog.Connection{Name: "payments", Auth: &catalog.Auth{Kind: catalog.AuthHeader, Header: "X-Api-Key",
+		Value: catalog.Secret{Tenant: "payments_key"}}}
+	cn := downstream.New(downstream.Config{TenantSecrets: tenantSecrets{"acme/payments_key": "acme-key-123"}})
+	call := postCall(srv.URL)
+	call.Connection, call.Tenant = conn, "acme"
+	r := cn.Do(context.Background(), call)
+	require.NoError(t, r.Err)
+	assert.Equal(t, "acme-key-123", got.Load())
+	assert.Contains(t, r.Credentials, "acme-key-123")
+
+	call.Tenant = "globex"
+	r = cn.Do(context.Background(), call)
+	assert.Equal(t, jobs.NotSent, classify(r))
+	assert.ErrorIs(t, r.Err, catalog.ErrSecretMissing)
+	assert.Contains(t, r.Err.Error(), `"payments"`)
+	assert.EqualValues(t, 1, calls.Load(), "nothing sent without the secret")
 }
