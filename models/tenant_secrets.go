@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -154,4 +155,31 @@ func (l *Ledger) MissingTenantSecrets(ctx context.Context, tenant string, names 
 		}
 	}
 	return missing, nil
+}
+
+// resealTenantSecrets seals anew under the current data key every tenant secret an older key
+// sealed (RotateDataKeys), each only if it still holds what was read.
+func (l *Ledger) resealTenantSecrets(ctx context.Context) (int, error) {
+	var rows []TenantSecret
+	if err := l.scope(ctx).Find(&rows).Error; err != nil {
+		return 0, unavailable("read tenant secrets to rotate", err)
+	}
+	n := 0
+	for _, row := range rows {
+		if l.data.Current(row.Sealed) {
+			continue
+		}
+		aad := secretAAD(row.Tenant, row.Name)
+		plain, err := l.data.Open(row.Sealed, aad)
+		if err != nil {
+			return n, fmt.Errorf("ledger: rotate the secret %q of tenant %q: %w", row.Name, row.Tenant, err)
+		}
+		res := l.scope(ctx).Model(&TenantSecret{}).Where("tenant = ? AND name = ? AND sealed = ?", row.Tenant, row.Name, row.Sealed).
+			Update("sealed", l.data.Seal(plain, aad))
+		if res.Error != nil {
+			return n, unavailable("reseal a tenant secret", res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	return n, nil
 }

@@ -18,9 +18,23 @@ import (
 // ("" for none).
 func runSecretCommand(t *testing.T, dsn, dataKey, stdin string, args ...string) result {
 	t.Helper()
+	return runStdin(t, dsn, map[string]string{"IDEMGATE_DATA_KEY": dataKey}, stdin, args...)
+}
+
+// runSecretCommandEnv runs `idemgate args…` against dsn with extra environment variables.
+func runSecretCommandEnv(t *testing.T, dsn string, env map[string]string, args ...string) result {
+	t.Helper()
+	return runStdin(t, dsn, env, "", args...)
+}
+
+func runStdin(t *testing.T, dsn string, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	vars := map[string]string{"IDEMGATE_DATABASE_URL": dsn, "IDEMGATE_DATA_KEY": dataKey}
+	vars := map[string]string{"IDEMGATE_DATABASE_URL": dsn}
+	for k, v := range env {
+		vars[k] = v
+	}
 	var out, errOut bytes.Buffer
 	err := run(ctx, args, func(k string) string { return vars[k] }, strings.NewReader(stdin), &out, &errOut)
 	return result{out.String(), errOut.String(), err}
@@ -72,6 +86,17 @@ func TestSecretCommands(t *testing.T) {
 		var sealed []string
 		require.NoError(t, db.Raw("SELECT sealed FROM tenant_secrets").Scan(&sealed).Error)
 		assert.NotContains(t, strings.Join(sealed, " "), value, "never stored in clear")
+
+		// Rotation: sealed anew under the next key, the old one then no longer needed.
+		next := datakey.Generate()
+		rot := runSecretCommandEnv(t, dsn, map[string]string{"IDEMGATE_DATA_KEY": next, "IDEMGATE_DATA_KEYS_OLD": key}, "datakey", "rotate")
+		require.NoError(t, rot.err, rot.stderr)
+		assert.Contains(t, rot.stdout, "2 tenant secrets re-encrypted")
+		nextKeys, err := datakey.Parse(next, "")
+		require.NoError(t, err)
+		got, err = models.New(models.Config{DB: db, Dialect: dialect, DataKeys: nextKeys}).TenantSecret(context.Background(), "acme", "stripe_key")
+		require.NoError(t, err)
+		assert.Equal(t, value, got, "opened with the new key alone")
 
 		require.NoError(t, runSecretCommand(t, dsn, "", "", "secret", "delete", "--tenant", "acme", "stripe_key").err)
 		assert.Error(t, runSecretCommand(t, dsn, "", "", "secret", "delete", "--tenant", "acme", "stripe_key").err, "already gone")
