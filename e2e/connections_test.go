@@ -345,7 +345,7 @@ tools:
     description: Create an order; the downstream dedupes by the body's idempotency_key
     effect: write
     params_schema: {type: object, required: [item], properties: {item: {type: string}}}
-    http: {url: "{{DOWN}}/orders", timeout: 1s, idempotency_param: /idempotency_key}
+    http: {url: "{{DOWN}}/orders", timeout: 1s, idempotency_param: /idempotency_key, headers: {X-Item: "item {{.Params.item}}"}}
     retry: {max_attempts: 3, initial_backoff: 20ms, max_backoff: 50ms}
 `
 
@@ -391,6 +391,8 @@ func TestIdempotencyParamSurvivesLostResponse(t *testing.T) {
 		require.Len(t, reqs, 2)
 		for _, r := range reqs {
 			assert.JSONEq(t, `{"item":"lamp","idempotency_key":"`+op["downstream_key"].(string)+`"}`, r.Body)
+			assert.Equal(t, "item lamp", r.Header.Get("X-Item"), "a templated header")
+			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 		}
 
 		bad := g.Submit(t, "order-2", "orders.create", `{"item":"lamp","idempotency_key":"mine"}`, nil)

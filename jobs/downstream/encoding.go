@@ -39,10 +39,15 @@ func encodeBody(c Call) ([]byte, string, error) {
 		return []byte(EncodeForm(doc)), "application/x-www-form-urlencoded", nil
 	}
 	if doc != nil {
-		var err error
-		if body, err = json.Marshal(doc); err != nil {
+		// As encoding/json writes it, but without HTML escapes: the body says what the
+		// params say, in the bytes an agent would expect.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(doc); err != nil {
 			return nil, "", err
 		}
+		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	return body, "application/json", nil
 }

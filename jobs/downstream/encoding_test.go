@@ -59,6 +59,10 @@ func TestEncodeBodyWritesKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"amount":5,"idempotency_key":"dk_1","metadata":{"order":"1","reference":"dk_1"}}`, string(body))
 
+	body, _, err = encodeBody(Call{Body: []byte(`{"note":"<a&b>"}`), KeyAt: []string{"/k"}, Key: "dk_1"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"k":"dk_1","note":"<a&b>"}`, string(body), "no HTML escapes")
+
 	body, ct, err = encodeBody(Call{Body: raw, Encoding: catalog.BodyForm, KeyAt: []string{"/metadata/reference"}, Key: "dk_1"})
 	require.NoError(t, err)
 	assert.Equal(t, "application/x-www-form-urlencoded", ct)
