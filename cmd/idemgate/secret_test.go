@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +108,37 @@ func TestSecretCommands(t *testing.T) {
 			sqlDB.Close()
 		}
 	})
+}
+
+// TestServeRefusesUnresolvedConnections: the gateway does not start with a tools file whose
+// connection needs an environment variable that is not set, or tenant secrets without a data
+// key; the message names the connection and the reference, never a value.
+func TestServeRefusesUnresolvedConnections(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tools := func(auth string) string {
+		path := filepath.Join(dir, strings.NewReplacer("{", "", "}", "", ":", "", " ", "").Replace(auth)+".yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`
+connections:
+  - name: payments
+    base_url: https://payments.example
+    auth: {header: {name: X-Api-Key, value: `+auth+`}}
+tools:
+  - name: payments.create
+    description: Create a payment
+    effect: write
+    params_schema: {type: object}
+    http: {connection: payments, url: /v1/payments}
+`), 0o600))
+		return path
+	}
+	dsn := filepath.Join(dir, "ledger.db")
+	r := runSecretCommandEnv(t, dsn, nil, "serve", "--addr", "127.0.0.1:0", "--tools", tools("{env: PAYMENTS_KEY}"))
+	require.Error(t, r.err)
+	assert.Contains(t, r.err.Error(), `connection "payments": auth.header.value: {env: PAYMENTS_KEY}: the environment variable is not set`)
+
+	r = runSecretCommandEnv(t, dsn, nil, "serve", "--addr", "127.0.0.1:0", "--tools", tools("{tenant: payments_key}"))
+	require.Error(t, r.err)
+	assert.Contains(t, r.err.Error(), `connection "payments"`)
+	assert.Contains(t, r.err.Error(), "IDEMGATE_DATA_KEY")
 }
