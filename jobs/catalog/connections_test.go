@@ -82,6 +82,8 @@ func TestLoadConnectionsRefused(t *testing.T) {
 			`connection "stripe": auth.bearer: {file: /nonexistent/secret}`},
 		{"relative URL without base_url", strings.Replace(base, "    base_url: https://api.stripe.com\n", "", 1) + connTool,
 			`tool "stripe.refund": http.url: "/v1/refunds" is a path, but connection "stripe" has no base_url`},
+		{"absolute URL outside base_url", base + strings.Replace(connTool, "url: /v1/refunds", "url: https://evil.example/v1/refunds", 1),
+			`tool "stripe.refund": http.url: invalid URL "https://evil.example/v1/refunds": outside connection "stripe"'s base_url`},
 		{"both key places", base + strings.Replace(connTool, "idempotency_header: Idempotency-Key", "idempotency_header: Idempotency-Key, idempotency_param: /key", 1),
 			`tool "stripe.refund": http.idempotency_param: give idempotency_header or idempotency_param, not both`},
 		{"two auth kinds", strings.Replace(base, "auth: {bearer: {env: STRIPE_KEY}}", "auth: {bearer: {env: STRIPE_KEY}, header: {name: X-Key, value: {env: STRIPE_KEY}}}", 1) + connTool,

@@ -31,9 +31,15 @@ func (c *collector) connection(field, name string) *Connection {
 }
 
 // joinBase returns a tool's URL as sent: a path ("/v1/refunds") is joined to its connection's
-// base_url; an absolute URL is kept as it is.
+// base_url; an absolute URL is kept as it is, and must lie under the base_url when the
+// connection has one.
 func joinBase(conn *Connection, src, named string) (string, error) {
 	if !strings.HasPrefix(src, "/") {
+		// A connection's credentials go only where its base_url says.
+		if conn != nil && conn.BaseURL != "" && src != conn.BaseURL && !strings.HasPrefix(src, conn.BaseURL+"/") &&
+			!strings.HasPrefix(src, conn.BaseURL+"?") {
+			return "", fmt.Errorf("invalid URL %q: outside connection %q's base_url %s, where its credentials may go; give a path", src, conn.Name, conn.BaseURL)
+		}
 		return src, nil
 	}
 	switch {
