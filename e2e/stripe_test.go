@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +21,8 @@ import (
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // stripeMock starts Stripe's own mock server (github.com/stripe/stripe-mock, installed by
@@ -115,7 +118,8 @@ const (
 // TestStripeRefundThroughConnection: a refund reaches stripe-mock through a connection with a
 // bearer key from the environment and a form body with nested metadata (stripe-mock refuses
 // any other encoding or an unknown param, so SUCCEEDED proves the shape); a replay answers
-// the same; the key is in no API answer, event, export, log line or console page. A key
+// the same; the key is in no API answer, event, export, webhook payload, database row, log
+// line, span, metric or console page. A key
 // Stripe refuses ends FAILED_FINAL, and its echo in the recorded error is "***".
 func TestStripeRefundThroughConnection(t *testing.T) {
 	t.Parallel()
@@ -123,10 +127,16 @@ func TestStripeRefundThroughConnection(t *testing.T) {
 	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey, "STRIPE_BAD_KEY": stripeBadKey}
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		var logs lockedBuffer
-		g := gatewaytest.StartWith(t, d, gatewaytest.Options{LogTo: &logs, Catalog: func(string) (*catalog.Catalog, error) {
-			return catalog.LoadWith([]byte(strings.ReplaceAll(stripeTools, "{{STRIPE}}", stripe)),
-				catalog.Options{Getenv: func(k string) string { return env[k] }})
-		}})
+		spans := tracetest.NewSpanRecorder()
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{LogTo: &logs,
+			TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
+			Catalog: func(string) (*catalog.Catalog, error) {
+				return catalog.LoadWith([]byte(strings.ReplaceAll(stripeTools, "{{STRIPE}}", stripe)),
+					catalog.Options{Getenv: func(k string) string { return env[k] }})
+			}})
+		_, err := g.Ledger.CreateWebhook(context.Background(), models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: g.Tenant,
+			URL: "http://127.0.0.1:9/hook", Events: models.WebhookEventTypes, AllowPrivate: true})
+		require.NoError(t, err)
 		noLeak := func(t *testing.T, what, text string) {
 			t.Helper()
 			for _, s := range []string{stripeKey, stripeBadKey, "4eC39HqLyjWDarjtT1zdp7dc"} {
@@ -187,5 +197,16 @@ func TestStripeRefundThroughConnection(t *testing.T) {
 		}
 		require.Contains(t, logs.String(), id, "the log speaks of the refund")
 		noLeak(t, "the logs", logs.String())
+		var payloads []string
+		require.NoError(t, g.Ledger.DB().Raw("SELECT payload FROM outbox").Scan(&payloads).Error)
+		require.NotEmpty(t, payloads, "the changes were announced")
+		noLeak(t, "webhook payloads", strings.Join(payloads, "\n"))
+		var traced strings.Builder
+		for _, s := range spans.Ended() {
+			fmt.Fprintf(&traced, "%s %v %v %v\n", s.Name(), s.Attributes(), s.Events(), s.Status())
+		}
+		require.NotEmpty(t, spans.Ended())
+		noLeak(t, "the traces", traced.String())
+		noLeak(t, "the metrics", g.Scrape(t))
 	})
 }
