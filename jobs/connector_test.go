@@ -410,3 +410,36 @@ func TestConnectorTenantSecret(t *testing.T) {
 	assert.Contains(t, r.Err.Error(), `"payments"`)
 	assert.EqualValues(t, 1, calls.Load(), "nothing sent without the secret")
 }
+
+// TestConnectorBasicAuthAndFixedHeaders: basic auth and fixed headers go on the request, and
+// every credential among them (the encoded pair too, which is what a downstream would echo)
+// is reported for scrubbing; a literal fixed header is not a credential.
+func TestConnectorBasicAuthAndFixedHeaders(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Clone())
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	conn := &catalog.Connection{Name: "twilio",
+		Auth: &catalog.Auth{Kind: catalog.AuthBasic, Username: catalog.Secret{Literal: "AC123"}, Password: catalog.Secret{Tenant: "twilio_token"}},
+		Headers: []catalog.FixedHeader{{Name: "X-Version", Value: catalog.Secret{Literal: "2010-04-01"}},
+			{Name: "X-Extra", Value: catalog.Secret{Tenant: "extra"}}}}
+	cn := downstream.New(downstream.Config{TenantSecrets: tenantSecrets{"acme/twilio_token": "tw-secret-987", "acme/extra": "extra-456"}})
+	call := postCall(srv.URL)
+	call.Connection, call.Tenant = conn, "acme"
+	r := cn.Do(context.Background(), call)
+	require.NoError(t, r.Err)
+	h := got.Load().(http.Header)
+	user, pass, ok := (&http.Request{Header: h}).BasicAuth()
+	require.True(t, ok)
+	assert.Equal(t, "AC123", user)
+	assert.Equal(t, "tw-secret-987", pass)
+	assert.Equal(t, "2010-04-01", h.Get("X-Version"))
+	assert.Equal(t, "extra-456", h.Get("X-Extra"))
+	assert.Contains(t, r.Credentials, "tw-secret-987")
+	assert.Contains(t, r.Credentials, "extra-456")
+	assert.Contains(t, r.Credentials, strings.TrimPrefix(h.Get("Authorization"), "Basic "))
+	assert.NotContains(t, r.Credentials, "2010-04-01")
+}
