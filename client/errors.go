@@ -20,6 +20,7 @@ var (
 	ErrKeyMissing                error = problemType("idempotency-key-missing")
 	ErrKeyInvalid                error = problemType("idempotency-key-invalid")
 	ErrKeyReserved               error = problemType("idempotency-key-reserved")
+	ErrUnsupportedMediaType      error = problemType("unsupported-media-type")
 	ErrBodyTooLarge              error = problemType("body-too-large")
 	ErrMalformedBody             error = problemType("malformed-body")
 	ErrUnknownTool               error = problemType("unknown-tool")
@@ -38,6 +39,7 @@ var (
 	ErrNotCompensable            error = problemType("not-compensable")
 	ErrUnsupportedFormat         error = problemType("unsupported-format")
 	ErrInvalidQuery              error = problemType("invalid-query")
+	ErrOriginNotAllowed          error = problemType("origin-not-allowed")
 	ErrInternal                  error = problemType("internal")
 )
 
@@ -101,8 +103,8 @@ func (p *Problem) Is(target error) bool {
 
 // problemTypes lists every sentinel, for the test that keeps them in step with the gateway.
 var problemTypes = []error{
-	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrKeyReserved, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
+	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrKeyReserved, ErrUnsupportedMediaType, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
 	ErrToolForbidden, ErrInvalidParams, ErrOperationInProgress, ErrOperationUncertain,
 	ErrOperationAwaitingApproval, ErrKeyMismatch, ErrKeyExpired, ErrConnectionNotConfigured, ErrLedgerUnavailable, ErrRateLimited,
-	ErrNotFound, ErrNotCancellable, ErrNotCompensable, ErrUnsupportedFormat, ErrInvalidQuery, ErrInternal,
+	ErrNotFound, ErrNotCancellable, ErrNotCompensable, ErrUnsupportedFormat, ErrInvalidQuery, ErrOriginNotAllowed, ErrInternal,
 }

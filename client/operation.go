@@ -48,6 +48,8 @@ type Operation struct {
 	CompensatedBy string     `json:"compensated_by"`
 	WorkflowRunID string     `json:"workflow_run_id"`
 	StepID        string     `json:"step_id"`
+	// Justification is the agent's reason as first recorded, masked; "" when none was given.
+	Justification string     `json:"justification"`
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 	CompletedAt   *time.Time `json:"completed_at"`

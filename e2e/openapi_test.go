@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/handlers"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
@@ -154,6 +155,8 @@ func conformSubmit(t *testing.T, c *conformance, g *gatewaytest.Gateway, limited
 		{submitReq(limited, "oas-bad", toolBody("refunds.issue", refundParams), ""), 403, "tool-forbidden"},
 		{submitReq(g.Key, "oas-bad", toolBody("tickets.delete", ticketParams), ""), 404, "unknown-tool"},
 		{submitReq(g.Key, "oas-bad", toolBody("tickets.create", `{"subject":"`+strings.Repeat("x", 1<<20)+`"}`), ""), 413, "body-too-large"},
+		{req{method: http.MethodPost, path: "/v1/operations", apiKey: g.Key,
+			header: http.Header{"Idempotency-Key": {"oas-bad"}, "Content-Type": {"text/plain"}}, body: ticket, outside: true}, 415, "unsupported-media-type"},
 	}
 	for _, b := range bad {
 		requireProblem(t, g, c.send(t, g, b.r), b.status, b.slug)
@@ -266,6 +269,15 @@ func conformMCP(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 		mcpReq(http.MethodPost, g.Key, initialize, http.Header{"Accept": stream["Accept"], "Content-Type": {"text/plain"}}, true).Status)
 	huge := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"x":"` + strings.Repeat("x", 5<<20) + `"}}`
 	assert.Equal(t, http.StatusRequestEntityTooLarge, mcpReq(http.MethodPost, g.Key, huge, nil, false).Status)
+	foreign := http.Header{"Accept": stream["Accept"], "Origin": {"https://evil.example"}}
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		requireProblem(t, g, mcpReq(m, g.Key, initialize, foreign, m != http.MethodPost), http.StatusForbidden, "origin-not-allowed")
+	}
+	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","id":9,"method":"tools/list"},`, handlers.MCPMaxBatch+1), ",") + "]"
+	old := http.Header{"Accept": stream["Accept"], "Mcp-Protocol-Version": {"2025-03-26"}}
+	tooMany := mcpReq(http.MethodPost, g.Key, batch, old, true)
+	assert.Equal(t, http.StatusBadRequest, tooMany.Status)
+	assert.Contains(t, string(tooMany.Body), "at most 16")
 }
 
 func conformRateLimit(t *testing.T, c *conformance, g *gatewaytest.Gateway) {

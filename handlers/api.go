@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/idemgate/idemgate/handlers/problems"
@@ -73,7 +76,11 @@ type operationRequest struct {
 	Params        json.RawMessage `json:"params"`
 	WorkflowRunID string          `json:"workflow_run_id"`
 	StepID        string          `json:"step_id"`
+	Justification string          `json:"justification"`
 }
+
+// MaxJustification is the longest justification taken, in characters (SPEC §5).
+const MaxJustification = 2000
 
 // CreateOperation handles POST /v1/operations, with the checks in the order of SPEC §5.
 func (a *API) CreateOperation(c echo.Context) (err error) {
@@ -87,6 +94,9 @@ func (a *API) CreateOperation(c echo.Context) (err error) {
 		return keyProblem(err)
 	}
 	if err := reservedKey(key); err != nil {
+		return err
+	}
+	if err := jsonBody(c.Request()); err != nil {
 		return err
 	}
 	req, err := decodeOperationRequest(c.Request().Body)
@@ -108,13 +118,16 @@ func (a *API) CreateOperation(c echo.Context) (err error) {
 // caller may use it, the params match its schema), then records and runs it. It is the one
 // path into the ledger of POST /v1/operations and of MCP tools/call.
 func (a *API) submitCall(ctx context.Context, caller *models.Caller, key string, req operationRequest, wait time.Duration) (jobs.SubmitResult, error) {
+	if err := refuseNULCall(req); err != nil {
+		return jobs.SubmitResult{}, err
+	}
 	tool, params, err := a.checkCall(caller, req.Tool, req.Params)
 	if err != nil {
 		return jobs.SubmitResult{}, err
 	}
 	res, err := a.Executor.Submit(ctx, jobs.SubmitRequest{
 		Caller: caller, Key: key, Tool: tool, Params: params,
-		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Wait: wait,
+		WorkflowRunID: req.WorkflowRunID, StepID: req.StepID, Justification: req.Justification, Wait: wait,
 	})
 	return res, hideForeignOperation(caller, err)
 }
@@ -172,6 +185,21 @@ func scrubParamErrors(tool *catalog.Tool, params []byte, errs []catalog.ParamErr
 	return errs
 }
 
+// jsonBody refuses a body declared as anything but JSON (415 unsupported-media-type): a client
+// that sends text/plain or a form means something else than the JSON object it would be read
+// as. No Content-Type at all is read as JSON, as the API's only body type.
+func jsonBody(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return problem(problems.UnsupportedMediaType, "the body is sent as %q; send it as application/json", ct)
+}
+
 // decodeOperationRequest reads and checks the body: at most 1 MiB, I-JSON (no duplicate
 // names, valid UTF-8, numbers exact as doubles), an object with known members. The params it
 // returns are already canonical (a member of canonical JSON is canonical).
@@ -206,8 +234,10 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 			err = json.Unmarshal(value, &req.WorkflowRunID)
 		case "step_id":
 			err = json.Unmarshal(value, &req.StepID)
+		case "justification":
+			err = json.Unmarshal(value, &req.Justification)
 		default:
-			return req, problem(problems.MalformedBody, "unknown member %q: the body has tool, params, workflow_run_id and step_id", name)
+			return req, problem(problems.MalformedBody, "unknown member %q: the body has tool, params, workflow_run_id, step_id and justification", name)
 		}
 		if err != nil {
 			return req, problem(problems.MalformedBody, "%s must be a string", name)
@@ -218,6 +248,8 @@ func decodeOperationRequest(body io.Reader) (operationRequest, error) {
 		return req, problem(problems.MalformedBody, "tool is required")
 	case len(req.WorkflowRunID) > 255 || len(req.StepID) > 255:
 		return req, problem(problems.MalformedBody, "workflow_run_id and step_id are at most 255 bytes")
+	case utf8.RuneCountInString(req.Justification) > MaxJustification:
+		return req, problem(problems.MalformedBody, "justification is at most %d characters", MaxJustification)
 	case len(req.Params) > 0 && req.Params[0] != '{' && !bytes.Equal(req.Params, []byte("null")):
 		return req, problem(problems.MalformedBody, "params must be a JSON object")
 	}

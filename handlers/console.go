@@ -110,8 +110,17 @@ type Viewer struct {
 	CSRFToken string
 }
 
-// Actor is how the viewer appears on timelines and in the audit log.
+// Actor is how the viewer appears on timelines and in the audit log, for people to read.
 func (v *Viewer) Actor() string { return "user:" + v.Email }
+
+// Person is who the viewer is, by their stable user id: what four eyes, approvals, claims and
+// bulk decisions compare (an email can change at the next sign-in).
+func (v *Viewer) Person() models.Person { return models.Person{UserID: v.ID, Actor: v.Actor()} }
+
+// Requester is the viewer asking for a change in request c, for its audit entry.
+func (v *Viewer) Requester(c echo.Context) models.Requester {
+	return models.Requester{Actor: v.Actor(), UserID: v.ID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
+}
 
 type viewerKey struct{}
 type csrfKey struct{}

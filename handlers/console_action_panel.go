@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
@@ -51,7 +50,7 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 		p.Heading = "Decide what happened"
 		p.Intro = "Nobody knows whether this call took effect, and the gateway does not guess. " +
 			"Look for it in the downstream system (see above), then record what you found."
-		p.Forms = unknownForms(op, tool, known)
+		p.Forms = unknownForms(op, tool, known, stakesOf(h.Catalog, op))
 	case models.StateAwaitingApproval:
 		p.Heading = "Approve or reject"
 		p.Forms = h.approvalForms(v, rec, tool, known, now, &p)
@@ -77,7 +76,7 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 // unknownForms are the choices on an UNKNOWN operation, safest first and the irreversible one
 // last. Asking the downstream is offered only for a tool that can be asked (reconcile); a retry
 // of a tool whose downstream does not deduplicate is marked as the risk it is.
-func unknownForms(op *models.Operation, tool *catalog.Tool, known bool) []views.ActionForm {
+func unknownForms(op *models.Operation, tool *catalog.Tool, known bool, st stakes) []views.ActionForm {
 	var forms []views.ActionForm
 	if known && tool.Reconcile != nil {
 		forms = append(forms, views.ActionForm{Name: models.ActionReconcileNow, Title: "Not sure yet — ask the downstream now",
@@ -95,7 +94,7 @@ func unknownForms(op *models.Operation, tool *catalog.Tool, known bool) []views.
 		Summary: "You confirmed in the downstream system that it is not there.",
 		Explain: fmt.Sprintf("The operation goes back to PENDING and %s is sent to the downstream again, at once.", op.Tool),
 		Caution: "Only do this if you have confirmed in the downstream system that the first request was not carried out.",
-		Button:  "Confirm not executed and retry", Tone: views.ToneNeutral}
+		Button:  st.buttonFor("Confirm not executed and retry"), Tone: views.ToneNeutral}
 	switch {
 	case !known || !tool.RetrySafe():
 		retry.Tone, retry.Risk = views.ToneDanger, "Risky"
@@ -107,7 +106,7 @@ func unknownForms(op *models.Operation, tool *catalog.Tool, known bool) []views.
 			retry.Caution = op.Tool + " is no longer in the catalogue, so nothing says a repeat is harmless. " +
 				"Only do this once you have searched the downstream for it and found nothing."
 		}
-		retry.Button = "Retry: it is not there"
+		retry.Button = st.buttonFor("Retry") + ": it is not there"
 	default:
 		retry.Caution = "The downstream deduplicates on the key the gateway sends, so a repeat of a request that did take effect " +
 			"changes nothing. Still, confirm first: the timeline keeps what you record."
@@ -134,34 +133,32 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 		return []views.ActionForm{reject}
 	}
 	required := requiredApprovals(op, tool)
-	st := &views.ApprovalStatus{Required: required, Approvers: models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)}
-	st.Count = len(st.Approvers)
+	approvers := models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)
+	st := &views.ApprovalStatus{Required: required, Count: len(approvers)}
+	for _, a := range approvers {
+		st.Approvers = append(st.Approvers, a.Name())
+	}
 	p.Approvals = st
-	// Compared as recorded (user:…), shown as read.
-	defer func() {
-		st.Proposer = models.ActorName(st.Proposer)
-		for i, a := range st.Approvers {
-			st.Approvers[i] = models.ActorName(a)
-		}
-	}()
+	var proposer models.Person
 	p.Intro = fmt.Sprintf("%s is sent only once %s approved it. Check the params below, then decide.", op.Tool, reviewersHave(required))
 	if op.Compensates != nil {
-		st.Proposer = models.ProposerOf(rec.Events)
+		proposer = models.ProposerOf(rec.Events)
+		st.Proposer = proposer.Name()
 		st.ProposerReason = models.ProposalReasonOf(rec.Events)
 		p.Intro = fmt.Sprintf("This operation undoes another one (see Linked operations). It runs only once %s approved it, "+
 			"and the reviewer who proposed it cannot be one of them.", reviewersHave(required))
 	}
 	switch {
-	case st.Proposer == v.Actor():
+	case op.Compensates != nil && proposer.Is(v.Person()):
 		st.Note = "You proposed this compensation, so another reviewer must approve it."
-	case slices.Contains(st.Approvers, v.Actor()):
+	case v.Person().Among(approvers):
 		st.Note = fmt.Sprintf("You have approved it. It still needs %s, from another reviewer.", moreApprovals(required-st.Count))
 	default:
 		approve := views.ActionForm{Name: models.ActionApprove, Title: "Approve",
 			Summary: fmt.Sprintf("Your approval would be %d of %d.", st.Count+1, required),
 			Explain: fmt.Sprintf("Your approval counts once, for exactly these params. It will still need %s from other reviewers; then %s is sent.",
 				moreApprovals(required-st.Count-1), op.Tool),
-			Button: "Approve", Tone: views.TonePrimary}
+			Button: stakesOf(h.Catalog, op).buttonFor("Approve"), Tone: views.TonePrimary}
 		if st.Count+1 >= required {
 			approve.Explain = fmt.Sprintf("Yours is the last approval needed: %s is sent to the downstream at once, with exactly these params.", op.Tool)
 		}

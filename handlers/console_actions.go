@@ -139,7 +139,7 @@ func (h *Console) ProposeCompensation(c echo.Context) error {
 			return actionDone{}, &models.Error{Code: models.CodeStale, Op: op}
 		}
 		// Whether op can be compensated at all is jobs.Compensable's decision, made inside.
-		comp, err := h.Executor.ProposeCompensation(ctx, op, models.Requester{Actor: r.Actor, RequestID: r.RequestID},
+		comp, err := h.Executor.ProposeCompensation(ctx, op, models.Requester{Actor: r.Actor, UserID: r.UserID, RequestID: r.RequestID},
 			strings.TrimSpace(r.Reason))
 		if err != nil {
 			return actionDone{}, err
@@ -159,7 +159,7 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
 		Result: c.FormValue("result")}}
 	attempts, attemptsErr := strconv.Atoi(c.FormValue("expected_attempts"))
-	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), Reason: r.Input.Reason,
+	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), UserID: v.ID, Reason: r.Input.Reason,
 		ExpectedState: models.State(c.FormValue("expected_state")), ExpectedAttempts: attempts, RequestID: RequestID(c)}
 	var done actionDone
 	switch {

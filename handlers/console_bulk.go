@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/big"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -106,7 +109,7 @@ func (h *Console) BulkReview(c echo.Context) error {
 	case len(ids) > models.BulkLimit:
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("At most %d operations can be decided at once. Nothing was changed.", models.BulkLimit))
 	}
-	b, err := h.Ledger.PrepareBulk(c.Request().Context(), v.Scope, models.BulkSelection{Actor: v.Actor(), Action: action, IDs: ids, Capped: capped})
+	b, err := h.Ledger.PrepareBulk(c.Request().Context(), v.Scope, models.BulkSelection{By: v.Person(), Action: action, IDs: ids, Capped: capped})
 	if err != nil {
 		return err
 	}
@@ -120,7 +123,7 @@ func (h *Console) allMatching(c echo.Context, v *Viewer, list string) (ids []str
 	switch list {
 	case "reviews":
 		f := reviewFilter(c)
-		f.Actor, f.Limit = v.Actor(), models.BulkLimit
+		f.Viewer, f.Limit = v.Person(), models.BulkLimit
 		items, more, err := h.Ledger.ReviewQueue(ctx, v.Scope, f)
 		if err != nil {
 			return nil, false, err
@@ -158,8 +161,9 @@ func (h *Console) allMatching(c echo.Context, v *Viewer, list string) (ids []str
 	return nil, false, echo.NewHTTPError(http.StatusBadRequest, "The form did not say which list it came from.")
 }
 
-// viewedBulk is the bulk decision of the path's :id, for its actor or an admin; anyone else is
-// told it does not exist. Its operations are those within v's scope.
+// viewedBulk is the bulk decision of the path's :id, for its owner or an admin whose tenants
+// hold every operation of it; anyone else is told it does not exist. Its operations are those
+// within v's scope.
 func (h *Console) viewedBulk(c echo.Context) (*Viewer, *models.BulkDecision, error) {
 	v, err := currentViewer(c)
 	if err != nil {
@@ -169,7 +173,7 @@ func (h *Console) viewedBulk(c echo.Context) (*Viewer, *models.BulkDecision, err
 	if err != nil {
 		return nil, nil, err
 	}
-	if b.Actor != v.Actor() && v.Role != models.RoleAdmin {
+	if !b.Owner().Is(v.Person()) && (v.Role != models.RoleAdmin || b.Hidden > 0) {
 		return nil, nil, &models.Error{Code: models.CodeNotFound, Message: "bulk decision not found"}
 	}
 	return v, b, nil
@@ -199,9 +203,12 @@ func (h *Console) Bulk(c echo.Context) error {
 			p.Untried++
 		}
 	}
+	if err := h.bulkStakes(c, v, &p); err != nil {
+		return err
+	}
 	// What was refused (or not tried) is what needs a person next: it comes first.
 	slices.SortStableFunc(p.Rows, func(a, b views.BulkRow) int { return outcomeRank(a.Outcome) - outcomeRank(b.Outcome) })
-	if p.Prepared && b.Actor != v.Actor() {
+	if p.Prepared && !b.Owner().Is(v.Person()) {
 		p.Left = append(p.Left, "Prepared by "+models.ActorName(b.Actor)+", who alone can apply it.")
 		return renderPage(c, http.StatusOK, views.Bulk(p))
 	}
@@ -321,7 +328,7 @@ func (h *Console) BulkApply(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, page)
 	}
 	switch {
-	case b.Actor != v.Actor():
+	case !b.Owner().Is(v.Person()):
 		return again(views.NoticeError, "Only "+models.ActorName(b.Actor)+", who prepared this bulk decision, can apply it. Nothing was changed.")
 	case b.Status != models.BulkPrepared:
 		return again(views.NoticeInfo, "This bulk decision has already been applied; nothing was done again.")
@@ -336,7 +343,7 @@ func (h *Console) BulkApply(c echo.Context) error {
 	}
 	// Once started, the run goes on if the browser goes away: half a run is harder to read.
 	ctx := context.WithoutCancel(c.Request().Context())
-	b, err = h.Ledger.StartBulk(ctx, v.Scope, v.Actor(), b.ID, reason, bulkMaxAge)
+	b, err = h.Ledger.StartBulk(ctx, v.Scope, v.Person(), b.ID, reason, bulkMaxAge)
 	if models.ErrorCode(err) == models.CodeStale {
 		return again(views.NoticeInfo, sentence(errDetail(err)))
 	}
@@ -403,7 +410,7 @@ func (h *Console) applyOne(ctx context.Context, c echo.Context, v *Viewer, b *mo
 	}
 	rec := &models.OperationRecord{Op: op}
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: reason}, Action: models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant,
-		OperationID: rec.Op.ID, Actor: v.Actor(), Reason: reason, ExpectedState: it.ExpectedState,
+		OperationID: rec.Op.ID, Actor: v.Actor(), UserID: v.ID, Reason: reason, ExpectedState: it.ExpectedState,
 		ExpectedAttempts: it.ExpectedAttempts, RequestID: RequestID(c)}}
 	res, err := do(ctx, r)
 	if err == nil {
@@ -437,4 +444,48 @@ func bulkRefusal(err error, it models.BulkItem, read *models.Operation) string {
 			now.Attempts, it.ExpectedAttempts)
 	}
 	return sentence(errDetail(err))
+}
+
+// bulkStakes fills in what each operation of p does (its tool's summary, from the masked
+// params) and the total amount at stake, per currency, so that a reviewer approving "all
+// matching" payouts sees the sums they approve.
+func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error {
+	ids := make([]string, len(p.Rows))
+	for i, r := range p.Rows {
+		ids[i] = r.ID
+	}
+	stored, err := h.Ledger.StoredParams(c.Request().Context(), v.Scope, ids)
+	if err != nil {
+		return err
+	}
+	totals := map[string]*big.Int{}
+	for i := range p.Rows {
+		r := &p.Rows[i]
+		tool, known := h.Catalog.Get(r.Tool)
+		params, ok := stored[r.ID]
+		if !known || !ok {
+			continue
+		}
+		masked, err := tool.MaskCanonical([]byte(params))
+		if err != nil {
+			continue
+		}
+		if s, ok := tool.Summary(masked, r.Key, r.Tenant); ok {
+			r.Summary = shorten(s, 160)
+		}
+		if n, cur, ok := tool.Amount(masked); ok {
+			if totals[cur] == nil {
+				totals[cur] = new(big.Int)
+			}
+			totals[cur].Add(totals[cur], n)
+			p.Priced++
+		}
+	}
+	currencies := slices.Sorted(maps.Keys(totals))
+	parts := make([]string, len(currencies))
+	for i, cur := range currencies {
+		parts[i] = catalog.Money(totals[cur].String(), cur)
+	}
+	p.AtStake = strings.Join(parts, " + ")
+	return nil
 }

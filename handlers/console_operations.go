@@ -173,24 +173,30 @@ func parseParam(text string) (models.ParamMatch, error) {
 }
 
 // refuseSensitive refuses a search by a sensitive param: one the chosen tool masks, or, with no
-// tool chosen, one any tool masks. Otherwise it marks the param filter checked. A search never
-// unseals params: it reads what is stored, which with data keys is the masked params.
+// tool chosen, one any tool masks. Otherwise it names the tools whose params the search may
+// read: the catalogue's (the chosen one's). A tool no longer in the catalogue is never searched
+// by param: which of its params were sensitive is no longer known. A search never unseals
+// params: it reads what is stored, which with data keys is the masked params.
 func (h *Console) refuseSensitive(s *models.Search) error {
 	if !s.Param.Set() {
 		return nil
 	}
 	tools := h.Catalog.Tools()
 	if s.Tool != "" {
-		if t, ok := h.Catalog.Get(s.Tool); ok {
-			tools = []*catalog.Tool{t}
+		t, ok := h.Catalog.Get(s.Tool)
+		if !ok {
+			return searchError(s.Tool + " is no longer in the catalogue, so which of its params are sensitive is unknown: its operations are not searched by param.")
 		}
+		tools = []*catalog.Tool{t}
 	}
+	names := make([]string, 0, len(tools))
 	for _, t := range tools {
 		if t.MasksParam(s.Param.Name) {
 			return searchError("“" + s.Param.Name + "” is a sensitive param of " + t.Name + ": operations are never searched by it.")
 		}
+		names = append(names, t.Name)
 	}
-	s.Param.Checked = true
+	s.Param.Tools = names
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -84,7 +83,7 @@ func (h *Console) ReviewList(c echo.Context) error {
 }
 
 func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (views.ReviewList, error) {
-	f.Actor = v.Actor()
+	f.Viewer = v.Person()
 	items, more, err := h.Ledger.ReviewQueue(c.Request().Context(), v.Scope, f)
 	if err != nil {
 		return views.ReviewList{}, err
@@ -124,6 +123,9 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 // params, shortened), and for an operation awaiting approval where the approvals stand, what
 // the viewer did, and why a compensation was proposed.
 func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events []models.Event, v *Viewer, now time.Time) {
+	if it.Justification != nil {
+		row.Justification = shorten(*it.Justification, 200)
+	}
 	tool, known := h.Catalog.Get(it.Tool)
 	if known && it.Params != nil {
 		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {
@@ -141,13 +143,13 @@ func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events [
 	approvers := models.ApproversOf(op, events, tool.Review.ApprovalTTL, now)
 	row.Approvals = fmt.Sprintf("%d of %d", len(approvers), requiredApprovals(op, tool))
 	if it.Compensates != nil {
-		row.Proposer = models.ActorName(models.ProposerOf(events))
+		row.Proposer = models.ProposerOf(events).Name()
 		row.ProposerReason = models.ProposalReasonOf(events)
 	}
-	switch {
-	case it.Compensates != nil && models.ProposerOf(events) == v.Actor():
+	switch me := v.Person(); {
+	case it.Compensates != nil && models.ProposerOf(events).Is(me):
 		row.You = "you proposed this"
-	case slices.Contains(approvers, v.Actor()):
+	case me.Among(approvers):
 		row.You = "you approved"
 	}
 }
@@ -186,14 +188,14 @@ func claimOptions(selected string) []views.Option {
 // queueClaimAndDeadline says who has taken the review and, for an approval, when its window
 // closes: soon (within the warning time, when review.expiring goes out) is marked.
 func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueItem, v *Viewer, now time.Time) {
-	switch holder := it.ClaimHolder(now); {
-	case holder == "":
+	switch holder, held := it.ClaimHolder(now); {
+	case !held:
 		row.ClaimFree = true
-	case holder == v.Actor():
+	case holder.Is(v.Person()):
 		row.ClaimMine = true
 		row.Claim = "You have it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
 	default:
-		row.Claim = models.ActorName(holder) + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
+		row.Claim = holder.Name() + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
 	}
 	tool, known := h.Catalog.Get(it.Tool)
 	if it.State != models.StateAwaitingApproval || !known {

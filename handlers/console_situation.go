@@ -28,7 +28,7 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 	switch op.State {
 	case models.StateUnknown:
 		s.Tone = views.NoticeWarning
-		s.Outcome = ambiguousOutcome(last, service, tool, known)
+		s.Outcome = ambiguousOutcome(last, service, op.Tool, tool, known)
 		s.WhyLabel, s.Why = "Why it waits for you", whyNotRetried(op, tool, known)
 		s.Reconcile = reconcileStatus(op, rec.Events, tool, known, now)
 	case models.StateSucceeded:
@@ -87,16 +87,35 @@ func lastFinished(attempts []models.Attempt) *models.Attempt {
 	return nil
 }
 
-// ambiguousOutcome says what happened to the request that left op UNKNOWN.
-func ambiguousOutcome(last *models.Attempt, service string, tool *catalog.Tool, known bool) string {
+// ambiguousOutcome says what is known of the request that left op UNKNOWN, the uncertainty
+// first: "sent" alone reads as "it went out", which is exactly what nobody knows.
+func ambiguousOutcome(last *models.Attempt, service, toolName string, tool *catalog.Tool, known bool) string {
+	unknown := "it is not known whether " + effectOf(toolName) + "."
 	if last == nil {
-		return "Sent; the gateway stopped before it recorded the answer."
+		return "The request may have reached the " + service + ", and the gateway stopped before it recorded an answer: " + unknown
 	}
 	s := attemptOutcome(last, service)
 	if known && strings.Contains(s, "no answer came") {
 		s = strings.Replace(s, "no answer came", "no answer came within "+tool.HTTP.Timeout.String(), 1)
 	}
-	return s + "."
+	return s + ": " + unknown
+}
+
+// effectOf names what a call of the tool does, as a clause: "the email went out". The tool's
+// first name says what kind of thing it is; the rest are told apart by what they differ in.
+func effectOf(tool string) string {
+	kind, _, _ := strings.Cut(tool, ".")
+	switch strings.TrimSuffix(kind, "s") {
+	case "email", "mail", "message", "sms", "notification":
+		return "the " + strings.TrimSuffix(kind, "s") + " went out"
+	case "refund":
+		return "the refund was made"
+	case "payout", "payment", "charge", "transfer":
+		return "the money was sent"
+	case "ticket", "issue":
+		return "the " + strings.TrimSuffix(kind, "s") + " was created"
+	}
+	return "it took effect"
 }
 
 // attemptOutcome says in plain words how one finished attempt ended, without a full stop.
@@ -118,15 +137,15 @@ func attemptOutcome(a *models.Attempt, service string) string {
 	}
 	switch {
 	case status != 0:
-		return fmt.Sprintf("Sent; the %s answered HTTP %d, which does not say whether it took effect", service, status)
+		return fmt.Sprintf("The request reached the %s, which answered HTTP %d", service, status)
 	case strings.Contains(errText, "lease expired"):
-		return "Sent; the worker stopped before it recorded the " + service + "'s answer"
+		return "The request went to the " + service + ", and the worker stopped before it recorded an answer"
 	case strings.Contains(errText, "deadline exceeded") || strings.Contains(errText, "timeout"):
-		return "Sent; no answer came from the " + service
+		return "The request went to the " + service + ", and no answer came"
 	case strings.Contains(errText, "eof") || strings.Contains(errText, "reset") || strings.Contains(errText, "closed"):
-		return "Sent; the connection closed before the " + service + " answered"
+		return "The request went to the " + service + ", and the connection closed before it answered"
 	}
-	return "Sent; the " + service + " gave no clear answer"
+	return "The request went to the " + service + ", which gave no clear answer"
 }
 
 // whyNotRetried says why the gateway left op UNKNOWN rather than sending it again.

@@ -142,7 +142,7 @@ func (h *Console) Redeliver(c echo.Context) error {
 
 // requester is the signed-in admin and the request, for the audit entry.
 func requester(c echo.Context, v *Viewer) models.Requester {
-	return models.Requester{Actor: v.Actor(), RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
+	return v.Requester(c)
 }
 
 // webhooksDone redirects back to the webhooks page with the outcome (see formDone).

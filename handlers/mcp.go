@@ -17,6 +17,7 @@ const (
 	MCPMetaWait      = "idemgate/wait"            // seconds, 0 to 60, as Prefer: wait=N
 	MCPMetaRunID     = "idemgate/workflow_run_id" // as workflow_run_id of POST /v1/operations
 	MCPMetaStepID    = "idemgate/step_id"         // as step_id of POST /v1/operations
+	MCPMetaReason    = "idemgate/justification"   // as justification of POST /v1/operations
 	MCPMetaReplayed  = "idemgate/replayed"        // on results: true when nothing ran for this call
 	mcpMaxBodyMargin = 64 << 10                   // the JSON-RPC envelope around 1 MiB of params
 )
@@ -59,8 +60,8 @@ func NewMCP(api *API, log *slog.Logger) *MCP {
 	return m
 }
 
-// ServeHTTP serves one MCP request.
-func (m *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+// ServeHTTP serves one MCP request, within the bounds of a batch and an answer.
+func (m *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.bounded(w, r) }
 
 // server builds the MCP server of one request: the tools its caller may use. Nil (the SDK
 // answers 400) only if the request was not authenticated, which the web layer prevents.
@@ -73,6 +74,7 @@ func (m *MCP) server(r *http.Request) *mcp.Server {
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: m.log,
 			// Tools even for a key that may use none; the list never changes within a request.
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	s.AddReceivingMiddleware(m.limitMethods(caller))
 	for _, t := range m.api.Catalog.Tools() {
 		if caller.AllowsTool(t.Name) {
 			s.AddTool(mcpTool(t), m.callHandler(caller, t))

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemgate/idemgate/handlers/headers"
 	"github.com/idemgate/idemgate/handlers/problems"
@@ -71,6 +72,12 @@ func readMCPCall(t *catalog.Tool, p *mcp.CallToolParamsRaw) (mcpCall, error) {
 	}
 	if c.req.StepID, err = metaString(p.Meta, MCPMetaStepID); err != nil {
 		return mcpCall{}, err
+	}
+	if c.req.Justification, err = metaString(p.Meta, MCPMetaReason); err != nil {
+		return mcpCall{}, err
+	}
+	if utf8.RuneCountInString(c.req.Justification) > MaxJustification {
+		return mcpCall{}, problem(problems.MalformedBody, "_meta %q is at most %d characters", MCPMetaReason, MaxJustification)
 	}
 	return c, nil
 }

@@ -103,7 +103,7 @@ func (e *Executor) ProposeCompensation(ctx context.Context, original *models.Ope
 	if err != nil {
 		return nil, err
 	}
-	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor = by.Actor, deref(original.WorkflowRunID), original.ID, by.Actor
+	in.PrincipalID, in.WorkflowRunID, in.Compensates, in.Actor, in.ActorUserID = by.Actor, deref(original.WorkflowRunID), original.ID, by.Actor, by.UserID
 	in.NeedsApproval, in.ReviewReason, in.Reason = true, models.ReasonCompensationApproval, reason
 	in.Audit = func(op *models.Operation) models.AuditInput {
 		return models.AuditInput{Actor: by.Actor, Action: models.AuditProposeCompensation, Tenant: op.Tenant,

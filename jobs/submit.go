@@ -18,6 +18,9 @@ type SubmitRequest struct {
 	Params        []byte // canonical JSON
 	WorkflowRunID string
 	StepID        string
+	// Justification is the agent's reason for the call (SPEC §5): kept with the operation the
+	// first time, masked of the call's sensitive values, never part of the fingerprint.
+	Justification string
 	Compensates   string
 	Wait          time.Duration
 }
@@ -42,6 +45,7 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	}
 	in.PrincipalID, in.APIKeyID, in.Actor = req.Caller.PrincipalID, req.Caller.Key.ID, req.Caller.Actor()
 	in.WorkflowRunID, in.StepID, in.Compensates = req.WorkflowRunID, req.StepID, req.Compensates
+	in.Justification = maskedJustification(req.Tool, req.Params, req.Justification)
 	in.NeedsApproval = req.Tool.Review.RequireApproval
 	in.Claim = &models.ClaimSpec{Worker: e.worker, LeaseFor: e.LeaseFor(req.Tool.Name)}
 	s, err := e.ledger.Submit(ctx, in)
@@ -224,4 +228,17 @@ func (e *Executor) settled(op *models.Operation) bool {
 		return !ok || tool.Reconcile == nil
 	}
 	return false
+}
+
+// maskedJustification is the agent's reason with every sensitive value of the call masked, as
+// an echo from the downstream is: a model may well quote the card number it was given.
+func maskedJustification(tool *catalog.Tool, params []byte, text string) string {
+	if text == "" || len(tool.SensitiveParams) == 0 {
+		return text
+	}
+	v, err := decodeObject(params)
+	if err != nil {
+		return catalog.Masked // params that cannot be read: say nothing of them
+	}
+	return tool.Secrets(v).Text(text)
 }

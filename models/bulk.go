@@ -33,11 +33,13 @@ const BulkLimit = 1000
 
 // BulkDecision is a bulk decision and, when read with its items, its operations.
 type BulkDecision struct {
-	ID     string `gorm:"primaryKey"`
-	Actor  string
-	Action string
-	Status string
-	Reason *string
+	ID    string `gorm:"primaryKey"`
+	Actor string
+	// ActorID is its owner's user id (Person): only they apply it.
+	ActorID string
+	Action  string
+	Status  string
+	Reason  *string
 	// LeftOut counts selected operations not in the state the action applies to; Unseen those
 	// not found within the reviewer's scope; Capped says "all matching" found more than
 	// BulkLimit and only the first were taken.
@@ -47,6 +49,8 @@ type BulkDecision struct {
 	CreatedAt time.Time
 	AppliedAt *time.Time
 	Items     []BulkItem `gorm:"-"`
+	// Hidden counts the operations of the decision outside the scope it was read with.
+	Hidden int `gorm:"-"`
 }
 
 // TableName is the table of bulk decisions.
@@ -84,7 +88,7 @@ func ActionAppliesTo(action string) (State, bool) {
 
 // BulkSelection is what a reviewer asks a bulk decision over.
 type BulkSelection struct {
-	Actor  string
+	By     Person
 	Action string
 	IDs    []string // in the order the list showed them; duplicates are taken once
 	Capped bool
@@ -110,7 +114,7 @@ func (l *Ledger) PrepareBulk(ctx context.Context, s Scope, sel BulkSelection) (*
 	if err != nil {
 		return nil, err
 	}
-	b := &BulkDecision{ID: newID("bulk"), Actor: sel.Actor, Action: sel.Action, Status: BulkPrepared,
+	b := &BulkDecision{ID: newID("bulk"), Actor: sel.By.Actor, ActorID: sel.By.UserID, Action: sel.Action, Status: BulkPrepared,
 		Capped: sel.Capped, CreatedAt: l.clock()}
 	for _, id := range ids {
 		op, ok := found[id]
@@ -169,28 +173,34 @@ func (l *Ledger) bulkOperations(ctx context.Context, s Scope, ids []string) (map
 	return out, nil
 }
 
-// StartBulk takes actor's prepared bulk decision id for applying it with reason, once: a
-// second apply (a double click, the back button) finds it taken and is CodeStale, and one
-// prepared longer than maxAge ago is CodeStale too (its snapshot is too old to decide on).
-// Another actor's is CodeNotFound. It returns the decision with the items within s.
-func (l *Ledger) StartBulk(ctx context.Context, s Scope, actor, id, reason string, maxAge time.Duration) (*BulkDecision, error) {
+// Owner is who prepared the bulk decision.
+func (b *BulkDecision) Owner() Person { return Person{UserID: b.ActorID, Actor: b.Actor} }
+
+// StartBulk takes by's prepared bulk decision id for applying it with reason, once: a second
+// apply (a double click, the back button) finds it taken and is CodeStale, and one prepared
+// longer than maxAge ago is CodeStale too (its snapshot is too old to decide on). Another
+// person's is CodeNotFound. It returns the decision with the items within s.
+func (l *Ledger) StartBulk(ctx context.Context, s Scope, by Person, id, reason string, maxAge time.Duration) (*BulkDecision, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return nil, errorf(CodeInvalid, "a reason is required")
 	}
 	now := l.clock()
 	err := l.txn(ctx, "start bulk decision", func(tx *gorm.DB) ([]string, error) {
-		res := tx.Model(&BulkDecision{}).Where("id = ? AND actor = ? AND status = ? AND created_at > ?", id, actor, BulkPrepared, now.Add(-maxAge)).
-			Updates(map[string]any{"status": BulkApplying, "reason": reason, "applied_at": now})
-		if res.Error != nil || res.RowsAffected == 1 {
-			return nil, res.Error
-		}
 		var b BulkDecision
-		if err := tx.Where("id = ? AND actor = ?", id, actor).Take(&b).Error; err != nil {
+		if err := tx.Where("id = ?", id).Take(&b).Error; err != nil {
 			if notFound(err) {
 				return nil, errorf(CodeNotFound, "bulk decision not found")
 			}
 			return nil, err
+		}
+		if !b.Owner().Is(by) {
+			return nil, errorf(CodeNotFound, "bulk decision not found")
+		}
+		res := tx.Model(&BulkDecision{}).Where("id = ? AND status = ? AND created_at > ?", id, BulkPrepared, now.Add(-maxAge)).
+			Updates(map[string]any{"status": BulkApplying, "reason": reason, "applied_at": now})
+		if res.Error != nil || res.RowsAffected == 1 {
+			return nil, res.Error
 		}
 		if b.Status != BulkPrepared {
 			return nil, errorf(CodeStale, "this bulk decision has already been applied; nothing was done again")
@@ -223,8 +233,9 @@ func (l *Ledger) FinishBulk(ctx context.Context, id string) error {
 	return nil
 }
 
-// BulkDecision reads a bulk decision with its operations within s, in the order selected.
-// Who may see it (its actor, an admin) is the console's to check.
+// BulkDecision reads a bulk decision with its operations within s, in the order selected, and
+// counts in Hidden those outside s. Who may see it (its owner; an admin whose scope covers
+// every operation of it) is the console's to check.
 func (l *Ledger) BulkDecision(ctx context.Context, s Scope, id string) (*BulkDecision, error) {
 	var b BulkDecision
 	if err := l.scope(ctx).Where("id = ?", id).Take(&b).Error; err != nil {
@@ -236,5 +247,32 @@ func (l *Ledger) BulkDecision(ctx context.Context, s Scope, id string) (*BulkDec
 	if err := s.apply(l.scope(ctx).Where("bulk_id = ?", id), "tenant").Order("seq").Find(&b.Items).Error; err != nil {
 		return nil, unavailable("read bulk decision items", err)
 	}
+	var all int64
+	if err := l.scope(ctx).Model(&BulkItem{}).Where("bulk_id = ?", id).Count(&all).Error; err != nil {
+		return nil, unavailable("count bulk decision items", err)
+	}
+	b.Hidden = int(all) - len(b.Items)
 	return &b, nil
+}
+
+// StoredParams returns the params of the operations ids within s, as stored (masked where
+// sealed; absent where purged), by id: what a page shows once masked with the tool's rules.
+func (l *Ledger) StoredParams(ctx context.Context, s Scope, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []struct {
+			ID     string
+			Params *string
+		}
+		err := s.apply(l.scope(ctx).Model(&Operation{}), "tenant").Select("id, params").Where("id IN ?", chunk).Find(&rows).Error
+		if err != nil {
+			return nil, unavailable("read params", err)
+		}
+		for _, r := range rows {
+			if r.Params != nil {
+				out[r.ID] = *r.Params
+			}
+		}
+	}
+	return out, nil
 }

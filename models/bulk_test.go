@@ -22,7 +22,7 @@ func TestBulkPrepareTakesOnlyWhatScopeAndStateAllow(t *testing.T) {
 		a, b, done := unknownOp(t, l, c, "a"), unknownOp(t, l, c, "b"), unknownOp(t, l, c, "c")
 		_, err := l.MarkFailed(ctx, action(done, "ann@x"))
 		require.NoError(t, err)
-		sel := models.BulkSelection{Actor: "user:ann@x", Action: models.ActionMarkFailed,
+		sel := models.BulkSelection{By: models.Person{Actor: "user:ann@x"}, Action: models.ActionMarkFailed,
 			IDs: []string{a.ID, "op_not_there", done.ID, b.ID, a.ID, " "}}
 
 		got, err := l.PrepareBulk(ctx, models.OnlyTenants("acme"), sel)
@@ -48,13 +48,13 @@ func TestBulkPrepareTakesOnlyWhatScopeAndStateAllow(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, read.Items)
 
-		_, err = l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{Actor: "user:ann@x", Action: models.ActionConfirmSucceeded, IDs: []string{a.ID}})
+		_, err = l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{By: models.Person{Actor: "user:ann@x"}, Action: models.ActionConfirmSucceeded, IDs: []string{a.ID}})
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err), "a confirmation of success needs each one's reference")
 		many := make([]string, models.BulkLimit+1)
 		for i := range many {
 			many[i] = fmt.Sprintf("op_%d", i)
 		}
-		_, err = l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{Actor: "user:ann@x", Action: models.ActionMarkFailed, IDs: many})
+		_, err = l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{By: models.Person{Actor: "user:ann@x"}, Action: models.ActionMarkFailed, IDs: many})
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err))
 	})
 }
@@ -67,14 +67,14 @@ func TestBulkStartsOnce(t *testing.T) {
 		ctx := context.Background()
 		op := unknownOp(t, l, c, "a")
 		prep := func() string {
-			b, err := l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{Actor: "user:ann@x", Action: models.ActionMarkFailed, IDs: []string{op.ID}})
+			b, err := l.PrepareBulk(ctx, models.AllTenants(), models.BulkSelection{By: models.Person{Actor: "user:ann@x"}, Action: models.ActionMarkFailed, IDs: []string{op.ID}})
 			require.NoError(t, err)
 			return b.ID
 		}
 		id := prep()
-		_, err := l.StartBulk(ctx, models.AllTenants(), "user:ann@x", id, "  ", time.Hour)
+		_, err := l.StartBulk(ctx, models.AllTenants(), models.Person{Actor: "user:ann@x"}, id, "  ", time.Hour)
 		assert.Equal(t, models.CodeInvalid, models.ErrorCode(err))
-		_, err = l.StartBulk(ctx, models.AllTenants(), "user:bob@x", id, "mine now", time.Hour)
+		_, err = l.StartBulk(ctx, models.AllTenants(), models.Person{Actor: "user:bob@x"}, id, "mine now", time.Hour)
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
 
 		var wg sync.WaitGroup
@@ -82,7 +82,7 @@ func TestBulkStartsOnce(t *testing.T) {
 		codes := map[models.Code]int{}
 		for range 8 {
 			wg.Go(func() {
-				_, err := l.StartBulk(ctx, models.AllTenants(), "user:ann@x", id, "outage 4711", time.Hour)
+				_, err := l.StartBulk(ctx, models.AllTenants(), models.Person{Actor: "user:ann@x"}, id, "outage 4711", time.Hour)
 				mu.Lock()
 				codes[models.ErrorCode(err)]++
 				mu.Unlock()
@@ -100,7 +100,7 @@ func TestBulkStartsOnce(t *testing.T) {
 		assert.Equal(t, []string{models.BulkApplied, "outage 4711", models.BulkDone}, []string{got.Status, *got.Reason, got.Items[0].Outcome})
 
 		// A confirmation page left open too long is refused rather than decided on.
-		_, err = l.StartBulk(ctx, models.AllTenants(), "user:ann@x", prep(), "outage 4711", 0)
+		_, err = l.StartBulk(ctx, models.AllTenants(), models.Person{Actor: "user:ann@x"}, prep(), "outage 4711", 0)
 		assert.Equal(t, models.CodeStale, models.ErrorCode(err))
 		assert.Contains(t, err.Error(), "prepared more than")
 	})

@@ -1,6 +1,10 @@
 package models
 
-import "context"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // Test-only views of unexported names, for the external tests of this package.
 
@@ -12,3 +16,11 @@ func (l *Ledger) OperationsRows(ctx context.Context) (float64, error) { return l
 
 // KeyLookupSQL is the key look-up in PostgreSQL's spelling.
 var KeyLookupSQL = getOperationByKey.numbered
+
+// SearchSQL is the statement SearchOperations sends for f within s, with its values inlined.
+func (l *Ledger) SearchSQL(s Scope, f Search) string {
+	return l.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+		var ops []*Operation
+		return l.whereSearch(s.apply(tx, "tenant"), f).Order("id DESC").Limit(f.Limit + 1).Find(&ops)
+	})
+}

@@ -258,6 +258,16 @@ CREATE TABLE tenant_secrets (
 	PRIMARY KEY (tenant, name)
 );
 `},
+	// People by their stable user id (Person): a claim's holder and a bulk decision's owner,
+	// beside the actor (user:<email>) kept for people to read. Rows from before are compared
+	// by actor.
+	{15, "people by user id", `
+ALTER TABLE reviews ADD COLUMN claimed_by_id TEXT;
+ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
+`},
+	// The agent's reason for an operation (SPEC §5 justification), masked, for reviewers; NULL
+	// when none was given, so a new operation without one writes nothing more.
+	{16, "justification", `ALTER TABLE operations ADD COLUMN justification TEXT;`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

@@ -29,6 +29,8 @@ type NewOperation struct {
 	Masked        []byte
 	WorkflowRunID string
 	StepID        string
+	// Justification is the agent's reason, already masked of the call's sensitive values.
+	Justification string
 	// Compensates names the SUCCEEDED operation this one undoes; it is linked both ways in the
 	// same transaction.
 	Compensates   string
@@ -40,6 +42,9 @@ type NewOperation struct {
 	// process, so the first attempt needs no second claim round trip.
 	Claim *ClaimSpec
 	Actor string
+	// ActorUserID is the stable id of the console user who asked for it (a reviewer proposing
+	// a compensation), kept on its created event: four eyes compares people by it (Person).
+	ActorUserID string
 	// Reason is why a person asked for this operation (a reviewer proposing a compensation):
 	// kept on its created event, for the reviewers who approve it.
 	Reason string
@@ -91,6 +96,9 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	if in.StepID != "" {
 		op.StepID = ptr(in.StepID)
 	}
+	if in.Justification != "" {
+		op.Justification = ptr(in.Justification)
+	}
 	if in.Compensates != "" {
 		op.Compensates = ptr(in.Compensates)
 	}
@@ -131,6 +139,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		if r := strings.TrimSpace(in.Reason); r != "" {
 			created["reason"] = r
 		}
+		created = withUserID(created, Person{UserID: in.ActorUserID})
 		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
 			detail: created}); err != nil {
 			return nil, err

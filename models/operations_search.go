@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -35,13 +34,15 @@ type Search struct {
 // equal to Value, or a number, boolean or null spelt as Value. With data keys the stored
 // params are the masked ones, so a sensitive param could only ever match "***"; without them
 // it is stored in clear, and a search by it would let anyone who may search confirm a guess.
-// So the caller must refuse a sensitive Name (the catalogue knows which are) and say so by
-// setting Checked: a ParamMatch not Checked is refused, so that a caller that forgot fails
-// closed.
+// So the caller must refuse a sensitive Name (the catalogue knows which are) and name in Tools
+// the tools whose params may be searched by it: the catalogue's tools that do not mask it. An
+// operation of any other tool (one no longer in the catalogue, whose sensitive params nobody
+// knows now) never matches. A ParamMatch without Tools is refused, so that a caller that
+// forgot fails closed.
 type ParamMatch struct {
-	Name    string
-	Value   string
-	Checked bool
+	Name  string
+	Value string
+	Tools []string
 }
 
 // Set reports whether the match filters at all.
@@ -95,7 +96,7 @@ func (f Search) check() error {
 		return errorf(CodeInvalid, "unknown state %q", f.State)
 	case f.Param.Set() && !ValidParamName(f.Param.Name):
 		return errorf(CodeInvalid, "a param's name is letters, digits, '_' and '-'")
-	case f.Param.Set() && !f.Param.Checked:
+	case f.Param.Set() && f.Param.Tools == nil:
 		return errorf(CodeInvalid, "a search by param %q was not checked against the tool's sensitive params", f.Param.Name)
 	}
 	return nil
@@ -134,17 +135,17 @@ func (l *Ledger) contains(column string) string {
 	return "instr(" + column + ", ?) > 0"
 }
 
-// whereParam narrows q to operations whose stored param p.Name holds p.Value. The stored
-// params are canonical JSON (RFC 8785: no spaces, only '"', '\' and control characters
-// escaped), so a plain value appears in their text as it is: one cheap substring test comes
-// first, and the JSON is parsed only on the rows that pass it. (A value that JSON escapes is
-// tested by its name instead.) Purged params are NULL and match nothing.
+// whereParam narrows q to operations of p.Tools whose stored param p.Name holds p.Value. Only
+// that param is read, by a JSON path: never the text of the whole document, whose other values
+// may be sensitive ones stored in clear (without data keys). A test on the whole text (a
+// substring before the JSON) would take longer when a guess is a part of any stored value, a
+// timing oracle for secrets (docs/SECURITY.md); reading one member costs the same whatever the
+// other members hold. Purged params are NULL and match nothing.
 func (l *Ledger) whereParam(q *gorm.DB, p ParamMatch) *gorm.DB {
-	if plainJSON(p.Value) {
-		q = q.Where(l.contains("params"), p.Value)
-	} else {
-		q = q.Where(l.contains("params"), `"`+p.Name+`":`)
+	if len(p.Tools) == 0 {
+		return q.Where("1 = 0")
 	}
+	q = q.Where("tool IN ?", p.Tools)
 	if l.dialect == Postgres {
 		return q.Where("(params::jsonb ->> ?::text) = ?", p.Name, p.Value)
 	}
@@ -152,12 +153,6 @@ func (l *Ledger) whereParam(q *gorm.DB, p ParamMatch) *gorm.DB {
 	path := `$."` + p.Name + `"`
 	return q.Where("(CASE json_type(params, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "+
 		"ELSE CAST(json_extract(params, ?) AS TEXT) END) = ?", path, path, p.Value)
-}
-
-// plainJSON reports whether s is spelt the same inside a JSON string as outside it.
-func plainJSON(s string) bool {
-	b, err := json.Marshal(s)
-	return err == nil && string(b) == `"`+s+`"`
 }
 
 // workflowShown bounds the operations shown for one workflow run.

@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +62,7 @@ func (f searchFixture) ids(t *testing.T, s models.Scope, q models.Search) []stri
 }
 
 func param(name, value string) models.ParamMatch {
-	return models.ParamMatch{Name: name, Value: value, Checked: true}
+	return models.ParamMatch{Name: name, Value: value, Tools: []string{"refunds.issue", "tickets.create"}}
 }
 
 func TestSearchFilters(t *testing.T) {
@@ -138,5 +140,72 @@ func TestSearchRefusals(t *testing.T) {
 			_, _, err := l.SearchOperations(ctx, models.AllTenants(), q)
 			assert.Equal(t, models.CodeInvalid, models.ErrorCode(err), name)
 		}
+	})
+}
+
+// A search by a param reads that param alone: a guess at a sensitive value stored in clear in
+// another param (no data key) matches nothing, and the statement has no test on the whole
+// document's text, so a guess that is part of a stored secret is planned and costs the same as
+// one that is not. Operations of a tool the caller did not name in Tools (one no longer in the
+// catalogue) never match.
+func TestSearchByParamReadsOnlyThatParam(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		l, now := consoleLedger(t, d)
+		ctx := context.Background()
+		for i, tool := range []string{"payments.charge", "payments.retired"} {
+			*now = now.Add(time.Minute)
+			s, err := l.Submit(ctx, models.NewOperation{Tenant: "acme", PrincipalID: "prn", APIKeyID: "key",
+				Key: "k-" + tool, Tool: tool, Fingerprint: "sha256:" + tool, Actor: "api:agent",
+				Params: []byte(`{"api_key":"sk_live_Q7hZ2mX9","subject":"refund ` + string(rune('a'+i)) + `"}`)})
+			require.NoError(t, err)
+			require.NotNil(t, s.Op)
+		}
+		search := func(value string, tools ...string) models.Search {
+			return models.Search{Param: models.ParamMatch{Name: "subject", Value: value, Tools: append([]string{}, tools...)}, Limit: 10}
+		}
+		count := func(q models.Search) int {
+			ops, _, err := l.SearchOperations(ctx, models.AllTenants(), q)
+			require.NoError(t, err)
+			return len(ops)
+		}
+		assert.Equal(t, 1, count(search("refund a", "payments.charge")))
+		assert.Equal(t, 0, count(search("sk_live_Q7hZ2mX9", "payments.charge")), "another param's value is not the param's")
+		assert.Equal(t, 0, count(search("refund b", "payments.charge")), "the retired tool's operation is not searched")
+		assert.Equal(t, 0, count(search("refund b")), "no tool may be searched")
+
+		guess, miss := l.SearchSQL(models.AllTenants(), search("sk_live_Q7", "payments.charge")),
+			l.SearchSQL(models.AllTenants(), search("nothing-like-it", "payments.charge"))
+		for _, stmt := range []string{guess, miss} {
+			assert.NotContains(t, stmt, "strpos(params")
+			assert.NotContains(t, stmt, "instr(params")
+			assert.Contains(t, stmt, "subject", "the named param is read by its path")
+		}
+		explain := "EXPLAIN "
+		if d == models.SQLite {
+			explain = "EXPLAIN QUERY PLAN "
+		}
+		plan := func(stmt string) string {
+			rows, err := l.DB().Raw(explain + stmt).Rows()
+			require.NoError(t, err)
+			defer rows.Close()
+			cols, err := rows.Columns()
+			require.NoError(t, err)
+			var out []string
+			for rows.Next() {
+				vals := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				require.NoError(t, rows.Scan(ptrs...))
+				out = append(out, fmt.Sprint(vals...))
+			}
+			return strings.Join(out, "\n")
+		}
+		// The plans differ only where each spells its own value.
+		g, m := plan(guess), plan(miss)
+		assert.Equal(t, strings.ReplaceAll(g, "sk_live_Q7", "V"), strings.ReplaceAll(m, "nothing-like-it", "V"))
+		assert.NotContains(t, g, "strpos")
 	})
 }

@@ -64,7 +64,10 @@ type Operation struct {
 	ParamsSealed *string
 	// DownstreamKey is the key sent downstream (SPEC §1); nil on operations recorded before
 	// downstream keys were derived, which use their id (see DownstreamKeySent).
-	DownstreamKey    *string
+	DownstreamKey *string
+	// Justification is the agent's reason for the operation (SPEC §5), with the call's
+	// sensitive values masked; the first one recorded is kept. nil when none was given.
+	Justification    *string
 	Result           *string // the downstream's 2xx body as JSON; nil when none
 	State            State
 	ErrorClass       *string
@@ -105,7 +108,7 @@ type Operation struct {
 const operationColumns = "id, tenant, op_key, tool, fingerprint, params, result, state, error_class, error_message, " +
 	"downstream_status, downstream_ref, attempts, ambiguous, next_attempt_at, lease_owner, lease_expires_at, fence, " +
 	"principal_id, api_key_id, workflow_run_id, step_id, compensates, compensated_by, review_id, unknown_since, " +
-	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at, params_sealed, downstream_key"
+	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at, params_sealed, downstream_key, justification"
 
 // columns returns pointers to op's fields in the order of operationColumns.
 func (op *Operation) columns() []any {
@@ -114,7 +117,7 @@ func (op *Operation) columns() []any {
 		&op.NextAttemptAt, &op.LeaseOwner, &op.LeaseExpiresAt, &op.Fence, &op.PrincipalID, &op.APIKeyID,
 		&op.WorkflowRunID, &op.StepID, &op.Compensates, &op.CompensatedBy, &op.ReviewID, &op.UnknownSince,
 		&op.Probes, &op.NextProbeAt, &op.CreatedAt, &op.UpdatedAt, &op.CompletedAt, &op.PurgedAt, &op.ParamsSealed,
-		&op.DownstreamKey}
+		&op.DownstreamKey, &op.Justification}
 }
 
 // DownstreamKeySent is the key op sends downstream (in X-Idemgate-Downstream-Key, the tool's
@@ -190,6 +193,9 @@ type Review struct {
 	// that time is no claim.
 	ClaimedBy    *string
 	ClaimedUntil *time.Time
+	// ClaimedByID is the claim holder's user id (Person); nil on claims taken before ids were
+	// kept.
+	ClaimedByID *string
 }
 
 func ptr[T any](v T) *T { return &v }

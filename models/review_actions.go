@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +27,13 @@ const (
 // refused (CodeStale) rather than applied to a situation nobody looked at. Scope is the person's: an operation
 // outside it is CodeNotFound, and the zero Scope acts on nothing.
 type Action struct {
-	Scope         Scope
-	Tenant        string
-	OperationID   string
-	Actor         string // user:<email>
+	Scope       Scope
+	Tenant      string
+	OperationID string
+	Actor       string // user:<email>, for people to read
+	// UserID is the acting user's stable id: who they are, whatever their email is now. Four
+	// eyes and distinct approvers are counted by it (Person).
+	UserID        string
 	Reason        string
 	ExpectedState State
 	// ExpectedAttempts is checked whenever ExpectedState is given: an UNKNOWN operation the
@@ -88,12 +90,14 @@ func (l *Ledger) act(ctx context.Context, name string, a Action, allowed State, 
 	return &op, nil
 }
 
-func actionDetail(action, reason string, extra map[string]any) map[string]any {
-	d := map[string]any{"action": action, "reason": strings.TrimSpace(reason)}
+// detail is the detail of the action's review_action event: what was decided, why, and by
+// whom (the user id beside the recorded actor).
+func (a Action) detail(action string, extra map[string]any) map[string]any {
+	d := map[string]any{"action": action, "reason": strings.TrimSpace(a.Reason)}
 	for k, v := range extra {
 		d[k] = v
 	}
-	return d
+	return withUserID(d, a.Person())
 }
 
 // ConfirmSucceeded records a reviewer's finding that an UNKNOWN operation took effect, with
@@ -107,7 +111,7 @@ func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference strin
 	}
 	return l.act(ctx, ActionConfirmSucceeded, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StateSucceeded, actor: a.Actor, event: EventReviewAction,
-			detail: actionDetail(ActionConfirmSucceeded, a.Reason, map[string]any{"downstream_ref": reference}),
+			detail: a.detail(ActionConfirmSucceeded, map[string]any{"downstream_ref": reference}),
 			apply: func(o *Operation) []string {
 				o.DownstreamRef, o.Result, o.ErrorClass, o.ErrorMessage = ptr(strings.TrimSpace(reference)), nil, nil, nil
 				if len(result) > 0 {
@@ -123,7 +127,7 @@ func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference strin
 func (l *Ledger) ConfirmNotExecuted(ctx context.Context, a Action) (*Operation, error) {
 	return l.act(ctx, ActionConfirmNotExecuted, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StatePending, actor: a.Actor, event: EventReviewAction,
-			detail: actionDetail(ActionConfirmNotExecuted, a.Reason, nil),
+			detail: a.detail(ActionConfirmNotExecuted, nil),
 			apply: func(o *Operation) []string {
 				o.NextAttemptAt, o.Ambiguous = ptr(now), false
 				return []string{"next_attempt_at", "ambiguous"}
@@ -135,7 +139,7 @@ func (l *Ledger) ConfirmNotExecuted(ctx context.Context, a Action) (*Operation, 
 func (l *Ledger) MarkFailed(ctx context.Context, a Action) (*Operation, error) {
 	return l.act(ctx, ActionMarkFailed, a, StateUnknown, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateUnknown, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
-			detail: actionDetail(ActionMarkFailed, a.Reason, nil),
+			detail: a.detail(ActionMarkFailed, nil),
 			apply:  setError(ErrorRejectedByReviewer, "marked failed by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
 	})
 }
@@ -148,7 +152,7 @@ func (l *Ledger) ReconcileNow(ctx context.Context, a Action) (*Operation, error)
 		}
 		op.NextProbeAt, op.UpdatedAt = ptr(now), now
 		return l.appendEvent(tx, now, eventInput{op: op, typ: EventReviewAction, actor: a.Actor,
-			detail: actionDetail(ActionReconcileNow, a.Reason, nil)})
+			detail: a.detail(ActionReconcileNow, nil)})
 	})
 }
 
@@ -156,7 +160,7 @@ func (l *Ledger) ReconcileNow(ctx context.Context, a Action) (*Operation, error)
 func (l *Ledger) Reject(ctx context.Context, a Action) (*Operation, error) {
 	return l.act(ctx, ActionReject, a, StateAwaitingApproval, func(tx *gorm.DB, now time.Time, op *Operation) error {
 		return l.transition(tx, now, op, change{from: StateAwaitingApproval, to: StateFailedFinal, actor: a.Actor, event: EventReviewAction,
-			detail: actionDetail(ActionReject, a.Reason, nil),
+			detail: a.detail(ActionReject, nil),
 			apply:  setError(ErrorRejectedByReviewer, "rejected by "+a.Actor+": "+strings.TrimSpace(a.Reason), 0)})
 	})
 }
@@ -180,17 +184,18 @@ func (l *Ledger) Approve(ctx context.Context, a Action, required int, ttl time.D
 		if err := tx.Where("operation_id = ? AND type IN ?", op.ID, []string{EventCreated, EventReviewAction}).Order("id").Find(&evs).Error; err != nil {
 			return err
 		}
-		if op.Compensates != nil && ProposerOf(evs) == a.Actor {
-			return errorf(CodeInvalid, "four eyes: %s proposed this compensation, so another reviewer must approve it", a.Actor)
+		me := a.Person()
+		if op.Compensates != nil && ProposerOf(evs).Is(me) {
+			return errorf(CodeInvalid, "four eyes: %s proposed this compensation, so another reviewer must approve it", me.Name())
 		}
 		approvers := ApproversOf(op, evs, ttl, now)
-		if slices.Contains(approvers, a.Actor) {
-			return errorf(CodeInvalid, "%s has already approved this operation; %d approvals by different reviewers are required", a.Actor, required)
+		if me.Among(approvers) {
+			return errorf(CodeInvalid, "%s has already approved this operation; %d approvals by different reviewers are required", me.Name(), required)
 		}
-		approvers = append(approvers, a.Actor)
+		approvers = append(approvers, me)
 		res.Count, res.Required = len(approvers), required
 		err := l.appendEvent(tx, now, eventInput{op: op, typ: EventReviewAction, actor: a.Actor,
-			detail: actionDetail(ActionApprove, a.Reason, map[string]any{"fingerprint": op.Fingerprint, "approvals": len(approvers), "required": required})})
+			detail: a.detail(ActionApprove, map[string]any{"fingerprint": op.Fingerprint, "approvals": len(approvers), "required": required})})
 		if err != nil || len(approvers) < required {
 			return err
 		}
@@ -205,32 +210,36 @@ func (l *Ledger) Approve(ctx context.Context, a Action, required int, ttl time.D
 	return res, err
 }
 
-// ApproversOf lists, in the order they approved, the distinct reviewers whose approval of op
+// ApproversOf lists, in the order they approved, the distinct people whose approval of op
 // still counts at now: approvals recorded in its review_action events, bound to its current
-// fingerprint and no older than ttl. Approve counts with it; the console shows it.
-func ApproversOf(op *Operation, events []Event, ttl time.Duration, now time.Time) []string {
-	var out []string
+// fingerprint and no older than ttl. One person is counted once, whatever email each of their
+// approvals was made under (Person). Approve counts with it; the console shows it.
+func ApproversOf(op *Operation, events []Event, ttl time.Duration, now time.Time) []Person {
+	var out []Person
 	for _, e := range events {
-		if e.Type != EventReviewAction || e.Detail == nil || now.Sub(e.At) > ttl || slices.Contains(out, e.Actor) {
+		if e.Type != EventReviewAction || e.Detail == nil || now.Sub(e.At) > ttl {
 			continue
 		}
 		var d struct{ Action, Fingerprint string }
-		if json.Unmarshal([]byte(*e.Detail), &d) == nil && d.Action == ActionApprove && d.Fingerprint == op.Fingerprint {
-			out = append(out, e.Actor)
+		if json.Unmarshal([]byte(*e.Detail), &d) != nil || d.Action != ActionApprove || d.Fingerprint != op.Fingerprint {
+			continue
+		}
+		if p := e.Person(); !p.Among(out) {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// ProposerOf returns who recorded an operation (the actor of its created event): for a
-// compensation, the reviewer or agent who proposed it, who may not approve it (four eyes).
-func ProposerOf(events []Event) string {
+// ProposerOf returns who recorded an operation (its created event's): for a compensation, the
+// reviewer or agent who proposed it, who may not approve it (four eyes).
+func ProposerOf(events []Event) Person {
 	for _, e := range events {
 		if e.Type == EventCreated {
-			return e.Actor
+			return e.Person()
 		}
 	}
-	return ""
+	return Person{}
 }
 
 // ProposalReasonOf returns the reason recorded with an operation's creation: for a

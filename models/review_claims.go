@@ -27,11 +27,14 @@ func (l *Ledger) ClaimReview(ctx context.Context, s Scope, by Requester, tenant,
 		ttl = DefaultClaimTTL
 	}
 	return l.changeClaim(ctx, s, by, tenant, opID, AuditReviewClaim, func(now time.Time, r *Review) (map[string]any, error) {
-		if r.claimedByOther(by.Actor, now) {
+		if r.claimedByOther(by.Person(), now) {
 			return nil, errorf(CodeConflict, "%s has taken this review until %s", ActorName(*r.ClaimedBy), r.ClaimedUntil.UTC().Format("15:04 UTC"))
 		}
 		until := now.Add(ttl)
-		r.ClaimedBy, r.ClaimedUntil = &by.Actor, &until
+		r.ClaimedBy, r.ClaimedUntil, r.ClaimedByID = &by.Actor, &until, nil
+		if by.UserID != "" {
+			r.ClaimedByID = &by.UserID
+		}
 		return map[string]any{"review": r.ID, "until": until.UTC().Format(time.RFC3339)}, nil
 	})
 }
@@ -41,10 +44,10 @@ func (l *Ledger) ClaimReview(ctx context.Context, s Scope, by Requester, tenant,
 // releases nothing and is no error.
 func (l *Ledger) ReleaseReview(ctx context.Context, s Scope, by Requester, tenant, opID string) (*Review, error) {
 	return l.changeClaim(ctx, s, by, tenant, opID, AuditReviewRelease, func(now time.Time, r *Review) (map[string]any, error) {
-		if r.claimedByOther(by.Actor, now) {
+		if r.claimedByOther(by.Person(), now) {
 			return nil, errorf(CodeConflict, "%s has taken this review; only they can give it back", ActorName(*r.ClaimedBy))
 		}
-		r.ClaimedBy, r.ClaimedUntil = nil, nil
+		r.ClaimedBy, r.ClaimedUntil, r.ClaimedByID = nil, nil, nil
 		return map[string]any{"review": r.ID}, nil
 	})
 }
@@ -74,7 +77,7 @@ func (l *Ledger) changeClaim(ctx context.Context, s Scope, by Requester, tenant,
 			return nil, err
 		}
 		if err := tx.Model(&Review{}).Where("id = ?", r.ID).
-			Updates(map[string]any{"claimed_by": r.ClaimedBy, "claimed_until": r.ClaimedUntil}).Error; err != nil {
+			Updates(map[string]any{"claimed_by": r.ClaimedBy, "claimed_until": r.ClaimedUntil, "claimed_by_id": r.ClaimedByID}).Error; err != nil {
 			return nil, err
 		}
 		_, err = l.appendAudit(tx, now, AuditInput{Actor: by.Actor, Action: action, Tenant: tenant, OperationID: opID,
@@ -87,28 +90,33 @@ func (l *Ledger) changeClaim(ctx context.Context, s Scope, by Requester, tenant,
 	return &r, nil
 }
 
-// claimedByOther reports whether someone other than actor holds a live claim on r at now.
-func (r *Review) claimedByOther(actor string, now time.Time) bool {
-	holder := r.ClaimHolder(now)
-	return holder != "" && holder != actor
+// claimedByOther reports whether someone other than p holds a live claim on r at now.
+func (r *Review) claimedByOther(p Person, now time.Time) bool {
+	holder, ok := r.ClaimHolder(now)
+	return ok && !holder.Is(p)
 }
 
-// ClaimHolder is who holds a live claim on r at now, or "".
-func (r *Review) ClaimHolder(now time.Time) string {
-	return claimHolder(r.ClaimedBy, r.ClaimedUntil, now)
+// ClaimHolder is who holds a live claim on r at now; ok is false when nobody does.
+func (r *Review) ClaimHolder(now time.Time) (holder Person, ok bool) {
+	return claimHolder(r.ClaimedBy, r.ClaimedByID, r.ClaimedUntil, now)
 }
 
-// ClaimHolder is who holds a live claim on the item's review at now, or "".
-func (it *QueueItem) ClaimHolder(now time.Time) string {
-	return claimHolder(it.ClaimedBy, it.ClaimedUntil, now)
+// ClaimHolder is who holds a live claim on the item's review at now; ok is false when nobody
+// does.
+func (it *QueueItem) ClaimHolder(now time.Time) (holder Person, ok bool) {
+	return claimHolder(it.ClaimedBy, it.ClaimedByID, it.ClaimedUntil, now)
 }
 
 // claimHolder is the one rule of a claim's life: it holds until its time, not after.
-func claimHolder(by *string, until *time.Time, now time.Time) string {
+func claimHolder(by, byID *string, until *time.Time, now time.Time) (Person, bool) {
 	if by == nil || until == nil || !until.After(now) {
-		return ""
+		return Person{}, false
 	}
-	return *by
+	p := Person{Actor: *by}
+	if byID != nil {
+		p.UserID = *byID
+	}
+	return p, true
 }
 
 // ActorName is how an actor reads on a page: a person by their email, without the "user:"

@@ -33,7 +33,7 @@ func TestReviewClaims(t *testing.T) {
 			ops = append(ops, s.Op)
 		}
 		queue := func(who models.Requester, claims string) []string {
-			items, _, err := l.ReviewQueue(ctx, acme, models.ReviewFilter{Claims: claims, Actor: who.Actor, Limit: 10})
+			items, _, err := l.ReviewQueue(ctx, acme, models.ReviewFilter{Claims: claims, Viewer: who.Person(), Limit: 10})
 			require.NoError(t, err)
 			var keys []string
 			for _, it := range items {
@@ -44,7 +44,9 @@ func TestReviewClaims(t *testing.T) {
 
 		r, err := l.ClaimReview(ctx, acme, ann, "acme", ops[0].ID, 30*time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, "user:ann@example.com", r.ClaimHolder(clock()))
+		holder, held := r.ClaimHolder(clock())
+		assert.True(t, held)
+		assert.Equal(t, "user:ann@example.com", holder.Actor)
 		assert.Equal(t, []string{"a"}, queue(ann, models.ClaimsMine))
 		assert.Empty(t, queue(bob, models.ClaimsMine))
 		assert.Equal(t, []string{"b"}, queue(bob, models.ClaimsNone))

@@ -10,9 +10,9 @@ type ReviewFilter struct {
 	Tenant string
 	Tool   string
 	Reason string
-	// Claims narrows by claim: ClaimsMine (live claims of Actor) or ClaimsNone (no live claim).
+	// Claims narrows by claim: ClaimsMine (live claims of Viewer) or ClaimsNone (no live claim).
 	Claims string
-	Actor  string
+	Viewer Person
 	Limit  int
 }
 
@@ -37,6 +37,7 @@ type QueueItem struct {
 	WorkflowRunID *string
 	// ClaimedBy and ClaimedUntil say who has taken the review; a claim past its time is none.
 	ClaimedBy    *string
+	ClaimedByID  *string
 	ClaimedUntil *time.Time
 	// Params are the operation's params as stored (masked when sealed): mask them with the
 	// tool's rules before showing them. Fingerprint and Compensates say which approvals count
@@ -46,6 +47,8 @@ type QueueItem struct {
 	Compensates *string
 	// OpCreatedAt is when the operation was created: an approval's window runs from then.
 	OpCreatedAt time.Time `gorm:"column:op_created_at"`
+	// Justification is the agent's reason for the operation, as recorded (masked).
+	Justification *string
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -57,8 +60,8 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	q := l.scope(ctx).Table("reviews").
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
-			"reviews.claimed_by, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
-			"operations.created_at AS op_created_at").
+			"reviews.claimed_by, reviews.claimed_by_id, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
+			"operations.created_at AS op_created_at, operations.justification").
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
@@ -74,7 +77,9 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	switch now := l.clock(); f.Claims {
 	case "":
 	case ClaimsMine:
-		q = q.Where("reviews.claimed_by = ? AND reviews.claimed_until > ?", f.Actor, now)
+		// By user id; a claim taken before ids were kept, by actor (Person.Is).
+		q = q.Where("reviews.claimed_until > ? AND (reviews.claimed_by_id = ? OR (reviews.claimed_by_id IS NULL AND reviews.claimed_by = ?))",
+			now, f.Viewer.UserID, f.Viewer.Actor)
 	case ClaimsNone:
 		q = q.Where("(reviews.claimed_by IS NULL OR reviews.claimed_until <= ?)", now)
 	default:

@@ -38,7 +38,7 @@ func (l *Ledger) ChangeUser(ctx context.Context, s Scope, by Requester, id strin
 	if err != nil {
 		return nil, unavailable("read user", err)
 	}
-	self := by.Actor == "user:"+u.Email
+	self := by.Person().Is(Person{UserID: u.ID, Actor: "user:" + u.Email})
 	now := l.clock()
 	fields := map[string]any{}
 	action, detail := "", map[string]any{"email": u.Email}

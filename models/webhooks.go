@@ -13,7 +13,10 @@ import (
 
 // Requester is who asks for an admin change, for its audit entry.
 type Requester struct {
-	Actor     string // cli, or user:<email>
+	Actor string // cli, or user:<email>
+	// UserID is the console user's stable id (none for the command line): who they are,
+	// whatever their email is now (Person).
+	UserID    string
 	RequestID string
 }
 

@@ -27,6 +27,10 @@ type BulkPage struct {
 	// Left says what was selected but is not part of the decision, a sentence each.
 	Left []string
 	Rows []BulkRow
+	// AtStake is the total amount of the operations whose summaries give one, per currency
+	// ("9,600.00 EUR + 120.00 USD"), and Priced how many of the rows that covers; "" when none.
+	AtStake string
+	Priced  int
 	// The confirmation's form.
 	ApplyURL  string
 	CSRFToken string
@@ -53,4 +57,7 @@ type BulkRow struct {
 	Outcome  string // done, refused or "" (not tried)
 	Message  string
 	ID       string
+	// Summary says what the operation does, from its tool's summary ("4,800.00 EUR for order
+	// 7702"); "" when the tool has none.
+	Summary string
 }

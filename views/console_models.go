@@ -123,10 +123,12 @@ type ReviewRow struct {
 	Summary   string
 	// SummaryIsParams is set when Summary is the params themselves (the tool has no summary).
 	SummaryIsParams bool
-	Approvals       string
-	You             string
-	ProposerReason  string
-	Proposer        string
+	// Justification is the agent's reason, shortened; "" when none was given.
+	Justification  string
+	Approvals      string
+	You            string
+	ProposerReason string
+	Proposer       string
 	// Claim says who has taken the review and for how long ("" when nobody has);
 	// ClaimMine and ClaimFree say which button the row offers: give back, or take.
 	Claim     string
@@ -185,8 +187,15 @@ type OperationPage struct {
 	// LiveVersion is the operation's version as rendered, and LiveSrc where console.js asks for
 	// the current one: when they differ, the page shows itself again (or says so, if a form
 	// holds typed text).
-	LiveVersion   string
-	LiveSrc       string
+	LiveVersion string
+	LiveSrc     string
+	// Headline says what is at stake, above everything else: the tool's summary ("4,800.00
+	// EUR for order 7702"), or "" (the key heads the page). Amount is the amount alone,
+	// Downstream the system the tool reaches, Justification the agent's reason.
+	Headline      string
+	Amount        string
+	Downstream    string
+	Justification string
 	Op            OperationRow
 	Fingerprint   string
 	DownstreamKey string // the key sent downstream (SPEC §1)

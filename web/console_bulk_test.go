@@ -199,6 +199,31 @@ func TestBulkOtherTenantRefused(t *testing.T) {
 		assert.Equal(t, []string{theirs.ID}, page.Attrs("bulk-row", "data-operation-id"))
 		assert.Empty(t, page.TestIDs("bulk-apply-form"))
 		assert.Contains(t, page.TestIDs("bulk-left-out"), "Prepared by ravi@example.com, who alone can apply it.")
+
+		// An admin limited to acme does not open a decision over globex's operations by its id.
+		acmeAdmin := desk.con.NewBrowser(t)
+		acmeAdmin.MustLogin(t, "adam@example.com", desk.con.User(t, "adam@example.com", models.RoleAdmin, "acme"))
+		assert.Equal(t, http.StatusNotFound, acmeAdmin.Get(t, ravis).Status)
+	})
+}
+
+// A bulk approval shows what each operation does and the total at stake, so that approving
+// "all matching" payouts never hides the sums.
+func TestBulkApprovalShowsTheStakes(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		a := desk.awaiting(t, "payouts.dual", "order-7702:payout")
+		b := desk.awaiting(t, "payouts.dual", "order-7703:payout")
+		usd := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-7704:payout", Tool: "payouts.dual",
+			Params: `{"amount_cents":12000,"currency":"USD","order_id":"7704"}`, NeedsApproval: true})
+		prepareBulk(t, desk.ravi, url.Values{}, url.Values{"list": {"reviews"}, "ids": {a.ID, b.ID, usd.ID},
+			"bulk_action": {models.ActionApprove}})
+		confirm := desk.ravi.Last
+		assert.Equal(t, []string{"At stake: 5,000.00 EUR + 120.00 USD"}, confirm.TestIDs("bulk-at-stake"))
+		assert.ElementsMatch(t, []string{"2,500.00 EUR for order order-7702:payout", "2,500.00 EUR for order order-7703:payout",
+			"120.00 USD for order 7704"}, confirm.TestIDs("bulk-summary"))
 	})
 }
 

@@ -45,8 +45,10 @@ func TestReviewClaimsInTheConsole(t *testing.T) {
 		status, _ = claim(desk.rita, other.ID, "claim")
 		assert.Equal(t, http.StatusNotFound, status, "another tenant's review is not there")
 
+		rita, err := desk.con.Ledger.UserByEmail(t.Context(), "rita@example.com")
+		require.NoError(t, err)
 		items, _, err := desk.con.Ledger.ReviewQueue(t.Context(), models.AllTenants(),
-			models.ReviewFilter{Claims: models.ClaimsMine, Actor: desk.ritaID, Limit: 10})
+			models.ReviewFilter{Claims: models.ClaimsMine, Viewer: models.Person{UserID: rita.ID, Actor: desk.ritaID}, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, items, 1)
 		assert.Equal(t, op.ID, items[0].OperationID)

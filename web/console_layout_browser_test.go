@@ -100,11 +100,11 @@ func mustSucceed(t *testing.T, con *consoletest.Console) *models.Operation {
 func bulkPages(t *testing.T, con *consoletest.Console, actor string, ids ...string) (prepared, applied string) {
 	t.Helper()
 	ctx, all := t.Context(), models.AllTenants()
-	p, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{Actor: actor, Action: models.ActionConfirmNotExecuted, IDs: ids})
+	p, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{By: models.Person{Actor: actor}, Action: models.ActionConfirmNotExecuted, IDs: ids})
 	require.NoError(t, err)
-	a, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{Actor: actor, Action: models.ActionMarkFailed, IDs: ids})
+	a, err := con.Ledger.PrepareBulk(ctx, all, models.BulkSelection{By: models.Person{Actor: actor}, Action: models.ActionMarkFailed, IDs: ids})
 	require.NoError(t, err)
-	_, err = con.Ledger.StartBulk(ctx, all, actor, a.ID, "Provider outage 4711: none of these went out, as the provider's own log shows.", time.Hour)
+	_, err = con.Ledger.StartBulk(ctx, all, models.Person{Actor: actor}, a.ID, "Provider outage 4711: none of these went out, as the provider's own log shows.", time.Hour)
 	require.NoError(t, err)
 	for _, it := range a.Items {
 		require.NoError(t, con.Ledger.RecordBulkOutcome(ctx, a.ID, it.Seq, models.BulkRefused,

@@ -49,7 +49,7 @@ func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
 
 	signIn(t, ctx, con.URL+"/operations/"+refund.ID, "rita@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("situation")))
-	assert.Equal(t, "Sent; the connection closed before the refunds service answered.",
+	assert.Equal(t, "The request went to the refunds service, and the connection closed before it answered: it is not known whether the refund was made.",
 		value(t, ctx, chromedp.Text(testID("situation-outcome"))))
 	assert.Equal(t, "refunds.issue does not honour idempotency keys: a retry could carry it out twice.",
 		value(t, ctx, chromedp.Text(testID("situation-why"))))
@@ -76,7 +76,7 @@ func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
 	assert.Equal(t, "info", value(t, ctx, chromedp.AttributeValue(testID("situation"), "data-tone")).Value, "no UNKNOWN warning on a PENDING page")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("situation-outcome"))), "Waiting to be sent")
 	top := value(t, ctx, chromedp.Text(testID("situation")))
-	assert.Contains(t, top, "Last attempt\nsent; the connection closed before the refunds service answered")
+	assert.Contains(t, top, "Last attempt\nthe request went to the refunds service, and the connection closed before it answered")
 	assert.NotContains(t, top, "Recorded error", "the old attempt's error is no banner on a PENDING page")
 	assert.NotContains(t, top, "Why it waits for you")
 }

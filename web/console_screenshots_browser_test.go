@@ -43,7 +43,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		chromedp.WaitVisible(testID("action-panel")))
 	assert.Equal(t, "16 look-ups, all HTTP 500", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
 		"the failed look-ups, on one row")
-	assert.Equal(t, "Sent; the connection closed before the refunds service answered.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
+	assert.Equal(t, "The request went to the refunds service, and the connection closed before it answered: it is not known whether the refund was made.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
 	docsScreenshotFull(t, ctx, "operation-escalated")
 
 	run(t, ctx,

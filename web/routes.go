@@ -41,7 +41,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	v1.POST("/operations/:id/compensate", api.Compensate)
 	v1.GET("/tools", api.Tools)
 	// The Model Context Protocol (Streamable HTTP), with the same API keys and ledger path.
-	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), authenticate(cfg.Ledger))
+	// A browser page of another site is refused before anything else (DNS rebinding).
+	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), sameOrigin(cfg.TrustedProxies, cfg.AllowedOrigins), authenticate(cfg.Ledger))
 
 	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
 	// posts; all but the sign-in page need a signed-in user; review actions need a reviewer
@@ -49,7 +50,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
 		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning}
-	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, sm.csrf}
+	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, refuseNULForm, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
 	reviewer := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyReviewers, models.RoleReviewer, models.RoleAdmin)})

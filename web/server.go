@@ -74,6 +74,9 @@ type Settings struct {
 	// (failed sign-ins and refusals are counted by address). From anyone else both headers are
 	// ignored, because any client could send them.
 	TrustedProxies TrustedProxies
+	// AllowedOrigins are the sites, besides the gateway's own origin, whose browser pages may
+	// call /mcp (--allowed-origin); any other Origin is refused with 403.
+	AllowedOrigins AllowedOrigins
 	// ReviewRefresh is how often the review queue reloads its list (default 15 s).
 	ReviewRefresh time.Duration
 	// ApprovalWarning is how long before an approval lapses the review queue marks it (the
@@ -125,6 +128,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))
 	e.Use(securityHeaders(cfg.TrustedProxies))
+	e.Use(refuseNUL)
 	if cfg.Metrics != nil {
 		e.Use(measure(cfg.Metrics))
 	}
@@ -172,12 +176,15 @@ func securityHeaders(proxies TrustedProxies) echo.MiddlewareFunc {
 func authenticate(ledger *models.Ledger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			secret, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			secret, ok := bearer(c.Request().Header.Get("Authorization"))
 			if !ok {
+				// RFC 6750 §3: a request without credentials is told the scheme, no error code.
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="idemgate"`)
 				return &handlers.Problem{Slug: problems.Unauthenticated, Detail: "send Authorization: Bearer <api key>"}
 			}
-			caller, err := ledger.Authenticate(c.Request().Context(), strings.TrimSpace(secret))
+			caller, err := ledger.Authenticate(c.Request().Context(), secret)
 			if models.ErrorCode(err) == models.CodeNotFound {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="idemgate", error="invalid_token", error_description="unknown or revoked API key"`)
 				return &handlers.Problem{Slug: problems.Unauthenticated, Detail: "unknown or revoked API key", Err: err}
 			}
 			if err != nil {
@@ -187,6 +194,17 @@ func authenticate(ledger *models.Ledger) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// bearer reads the token of an Authorization header of the Bearer scheme, whose name is
+// case-insensitive (RFC 9110 §11.1); ok is false for any other header, or none.
+func bearer(header string) (token string, ok bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }
 
 // errorHandler is the one place errors become answers: problem JSON for the API and service

@@ -24,7 +24,8 @@ const usage = `idemgate — an execution gateway that makes agents' state-changi
 
 Usage:
   idemgate serve [--demo [--demo-force]] [--addr ADDR] [--tools FILE] [--metrics-addr ADDR]
-                 [--trust-proxy RANGES] [--webhook-retention D] [--approval-warning D]
+                 [--trust-proxy RANGES] [--allowed-origin ORIGINS] [--webhook-retention D]
+                 [--approval-warning D]
                  [--oidc-issuer URL --oidc-client-id ID --oidc-redirect-url URL [--oidc-name N]
                   [--oidc-role-claim C] [--oidc-tenants-claim C]]
                                                           run the API, console and recovery jobs
@@ -63,6 +64,9 @@ Environment:
                          generated and kept in the database)
   IDEMGATE_TRUST_PROXY   same as serve --trust-proxy: the proxies' address ranges,
                          e.g. 10.0.0.0/8,192.168.0.0/16 (default: none trusted)
+  IDEMGATE_ALLOWED_ORIGINS
+                         same as serve --allowed-origin: sites besides the gateway's own whose
+                         browser pages may call /mcp (default: none)
   IDEMGATE_OIDC_ISSUER, IDEMGATE_OIDC_CLIENT_ID, IDEMGATE_OIDC_REDIRECT_URL, IDEMGATE_OIDC_NAME,
   IDEMGATE_OIDC_ROLE_CLAIM, IDEMGATE_OIDC_TENANTS_CLAIM
                          same as the serve --oidc-… flags: single sign-on beside passwords

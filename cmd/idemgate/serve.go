@@ -35,6 +35,8 @@ type serveFlags struct {
 	approvalWarning   time.Duration
 	trustProxy        string
 	trustedProxies    web.TrustedProxies
+	allowOrigins      string
+	allowedOrigins    web.AllowedOrigins
 	oidc              sso.Config
 	sso               *sso.Provider // nil: passwords only
 }
@@ -57,6 +59,8 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 		"how long before an approval lapses the review.expiring webhook goes out (0: none)")
 	fs.StringVar(&f.trustProxy, "trust-proxy", env.getenv("IDEMGATE_TRUST_PROXY"),
 		"address ranges of the reverse proxies in front (e.g. 10.0.0.0/8,192.168.0.0/16): their X-Forwarded-Proto and X-Forwarded-For are believed")
+	fs.StringVar(&f.allowOrigins, "allowed-origin", env.getenv("IDEMGATE_ALLOWED_ORIGINS"),
+		"origins (comma-separated, scheme://host[:port]) besides the gateway's own whose browser pages may call /mcp")
 	fs.StringVar(&f.oidc.Issuer, "oidc-issuer", env.getenv("IDEMGATE_OIDC_ISSUER"),
 		"OpenID Connect provider's issuer URL: offers single sign-on beside passwords (client secret in IDEMGATE_OIDC_CLIENT_SECRET)")
 	fs.StringVar(&f.oidc.ClientID, "oidc-client-id", env.getenv("IDEMGATE_OIDC_CLIENT_ID"), "client id registered at the provider")
@@ -73,6 +77,9 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	var err error
 	if f.trustedProxies, err = web.ParseTrustedProxies(f.trustProxy); err != nil {
 		return nil, err
+	}
+	if f.allowedOrigins, err = web.ParseAllowedOrigins(f.allowOrigins); err != nil {
+		return nil, fmt.Errorf("--allowed-origin: %w", err)
 	}
 	if withHTTP && f.oidc.Enabled() {
 		// The secret comes from the environment only: a command line is visible to every
@@ -145,7 +152,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			ApprovalWarning: keepFor(f.approvalWarning)},
 			Publish: true, WebhookWindow: f.webhookWindow}}
 	if withHTTP {
-		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, SSO: f.sso,
+		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, AllowedOrigins: f.allowedOrigins, SSO: f.sso,
 			ApprovalWarning: keepFor(f.approvalWarning)}
 		if cfg.HTTP.SessionKey, err = env.sessionKey(); err != nil {
 			return err

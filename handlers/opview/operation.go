@@ -30,6 +30,7 @@ type Operation struct {
 	CompensatedBy *string         `json:"compensated_by"`
 	WorkflowRunID *string         `json:"workflow_run_id"`
 	StepID        *string         `json:"step_id"`
+	Justification *string         `json:"justification"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 	CompletedAt   *time.Time      `json:"completed_at"`
@@ -64,7 +65,7 @@ func Render(cat *catalog.Catalog, op *models.Operation) Operation {
 		ID: op.ID, Key: op.Key, Tool: op.Tool, State: op.State, Fingerprint: op.Fingerprint,
 		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, DownstreamKey: op.DownstreamKeySent(), Attempts: op.Attempts,
 		NextAttemptAt: utc(op.NextAttemptAt), Compensates: op.Compensates, CompensatedBy: op.CompensatedBy,
-		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID,
+		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID, Justification: op.Justification,
 		CreatedAt: op.CreatedAt.UTC(), UpdatedAt: op.UpdatedAt.UTC(), CompletedAt: utc(op.CompletedAt),
 	}
 	if op.Params != nil {

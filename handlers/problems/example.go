@@ -12,6 +12,8 @@ const exampleOperationID = "op_01JD7X4T6V8Q0W9M3K5N2P1R8S"
 
 // exampleDetails holds an illustrative detail member for each problem type.
 var exampleDetails = map[string]string{
+	UnsupportedMediaType:      `the body is sent as "text/plain"; send it as application/json`,
+	OriginNotAllowed:          `requests from pages of "https://evil.example" are not accepted; a browser client must be served from this gateway's origin or one it allows`,
 	Unauthenticated:           "The API key is missing, unknown or revoked.",
 	IdempotencyKeyMissing:     "POST /v1/operations requires an Idempotency-Key header.",
 	IdempotencyKeyInvalid:     "The Idempotency-Key must be 1 to 255 printable ASCII characters.",

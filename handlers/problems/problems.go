@@ -21,6 +21,7 @@ const (
 	IdempotencyKeyMissing     = "idempotency-key-missing"
 	IdempotencyKeyInvalid     = "idempotency-key-invalid"
 	IdempotencyKeyReserved    = "idempotency-key-reserved"
+	UnsupportedMediaType      = "unsupported-media-type"
 	BodyTooLarge              = "body-too-large"
 	MalformedBody             = "malformed-body"
 	UnknownTool               = "unknown-tool"
@@ -38,6 +39,7 @@ const (
 	NotCancellable            = "not-cancellable"
 	NotCompensable            = "not-compensable"
 	UnsupportedFormat         = "unsupported-format"
+	OriginNotAllowed          = "origin-not-allowed"
 	InvalidQuery              = "invalid-query"
 	Internal                  = "internal"
 )
@@ -137,6 +139,16 @@ var table = []Type{
 			"yourself under a `compensate:` key: ask for its compensation with " +
 			"`POST /v1/operations/{id}/compensate` and no `Idempotency-Key` header (or exactly " +
 			"`compensate:<that operation's id>`), which idemgate links to the operation it undoes.",
+	},
+	{
+		Slug:   UnsupportedMediaType,
+		Status: http.StatusUnsupportedMediaType,
+		Title:  "Unsupported media type",
+		Explanation: "The request's `Content-Type` says its body is something other than JSON (such as " +
+			"`text/plain` or a form), and `POST /v1/operations` takes only `application/json`. The request " +
+			"was refused before its body was read: nothing was recorded and nothing was executed.",
+		WhatToDo: "Send the body with `Content-Type: application/json`. Resending the corrected request with " +
+			"the same `Idempotency-Key` is safe.",
 	},
 	{
 		Slug:   BodyTooLarge,
@@ -338,9 +350,24 @@ var table = []Type{
 		Status: http.StatusBadRequest,
 		Title:  "Invalid query",
 		Explanation: "A filter of `GET /v1/operations` is not valid: an unknown `state`, a `limit` out " +
-			"of range, or a `cursor` that idemgate did not issue.",
+			"of range, or a `cursor` that idemgate did not issue. Any request whose path, query or form " +
+			"holds the NUL character (`%00`) is refused the same way: the ledger cannot store or search " +
+			"for it. Nothing was recorded or changed.",
 		WhatToDo: "Correct the filter; the `detail` member describes it. Pass `next_cursor` back exactly as " +
 			"you received it, with the same filters, or start again without a cursor.",
+	},
+	{
+		Slug:   OriginNotAllowed,
+		Status: http.StatusForbidden,
+		Title:  "Origin not allowed",
+		Explanation: "The request came from a web page (its `Origin` header names a site) that is neither this " +
+			"gateway's own origin nor one it was told to allow. `/mcp` refuses such requests, as the Model " +
+			"Context Protocol requires, so that a page on another site cannot reach the gateway by its " +
+			"address (DNS rebinding). Nothing was read, recorded or executed.",
+		WhatToDo: "Call `/mcp` from a program (which sends no `Origin`), from a page served by the gateway's own " +
+			"origin, or ask the operator to allow your page's origin (`idemgate serve --allowed-origin " +
+			"https://app.example.com`). Behind a reverse proxy, the operator names the proxy with " +
+			"`--trust-proxy` so that the gateway knows the origin clients reach it at.",
 	},
 	{
 		Slug:   Internal,

@@ -36,6 +36,8 @@ var spec = map[string]int{
 	problems.NotCompensable:            409,
 	problems.UnsupportedFormat:         400,
 	problems.InvalidQuery:              400,
+	problems.UnsupportedMediaType:      415,
+	problems.OriginNotAllowed:          403,
 	problems.Internal:                  500,
 }
 

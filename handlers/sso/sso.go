@@ -202,7 +202,10 @@ func (p *Provider) login(idt *oidc.IDToken, state string) (models.FederatedLogin
 	if email == "" {
 		return none, refuse("The identity provider gave no email for this account.", nil)
 	}
-	if verified, ok := claims["email_verified"].(bool); ok && !verified {
+	// Only the boolean true verifies: "false" as a string is truthy to a careless reader, and
+	// "true" as a string is not what the standard says. A provider that makes no such claim
+	// at all (many enterprise ones, whose emails their admins set) is taken at its word.
+	if v, said := claims["email_verified"]; said && v != true {
 		return none, refuse("The identity provider has not verified this account's email.", nil)
 	}
 	role, _ := claims[p.cfg.RoleClaim].(string)

@@ -115,6 +115,8 @@ func TestClaimsMapping(t *testing.T) {
 		"no role":                 {claims: map[string]any{"idemgate_tenants": "*"}, refused: "has no idemgate role"},
 		"unknown role":            {claims: map[string]any{"idemgate_role": "root", "idemgate_tenants": "*"}, refused: "has no idemgate role"},
 		"unverified email":        {claims: map[string]any{"idemgate_role": "admin", "idemgate_tenants": "*", "email_verified": false}, refused: "not verified"},
+		"unverified as a string":  {claims: map[string]any{"idemgate_role": "admin", "idemgate_tenants": "*", "email_verified": "false"}, refused: "not verified"},
+		"verified as a string":    {claims: map[string]any{"idemgate_role": "admin", "idemgate_tenants": "*", "email_verified": "true"}, refused: "not verified"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			idp, p := setup(t)

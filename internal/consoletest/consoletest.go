@@ -209,6 +209,8 @@ type Seed struct {
 	Params        string // canonical JSON
 	WorkflowRunID string
 	StepID        string
+	// Justification is the agent's reason, recorded as given.
+	Justification string
 	// Unknown takes the operation through an ambiguous attempt to UNKNOWN; Review then opens
 	// its review.
 	Unknown bool
@@ -228,7 +230,7 @@ func (c *Console) Operation(t testing.TB, s Seed) *models.Operation {
 	in := models.NewOperation{Tenant: s.Tenant, PrincipalID: "prn_test", APIKeyID: "key_test", Key: s.Key, Tool: s.Tool,
 		Fingerprint: c.Ledger.Fingerprint(s.Tool, []byte(s.Params)), DownstreamKey: c.Ledger.DownstreamKey(s.Tenant, s.Key),
 		Params:        []byte(s.Params),
-		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Actor: "api:agent", NeedsApproval: s.NeedsApproval}
+		WorkflowRunID: s.WorkflowRunID, StepID: s.StepID, Justification: s.Justification, Actor: "api:agent", NeedsApproval: s.NeedsApproval}
 	if s.Unknown || s.Outcome != nil {
 		in.Claim = &models.ClaimSpec{Worker: "test-worker", LeaseFor: time.Minute}
 	}

@@ -155,6 +155,9 @@ type Options struct {
 	Catalog func(sandboxURL string) (*catalog.Catalog, error)
 	// DataKeys seal sensitive params at rest, as IDEMGATE_DATA_KEY does (default: none).
 	DataKeys *datakey.Keyring
+	// TrustedProxies and AllowedOrigins are serve's --trust-proxy and --allowed-origin.
+	TrustedProxies web.TrustedProxies
+	AllowedOrigins web.AllowedOrigins
 }
 
 // Start runs a gateway on engine d until the test ends: the API, the executor and the
@@ -192,7 +195,8 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	}
 	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
 		Log: slog.New(slog.NewJSONHandler(logTo, nil)), TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
-		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst}})
+		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst,
+			TrustedProxies: opts.TrustedProxies, AllowedOrigins: opts.AllowedOrigins}})
 	if err != nil {
 		t.Fatalf("gatewaytest: %v", err)
 	}

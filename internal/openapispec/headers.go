@@ -21,6 +21,7 @@ func responseHeaders() obj {
 		"Preference-Applied", preferenceApplied(),
 		"Location-If-In-Flight", location(false),
 		"Retry-After-If-In-Flight", retryAfter(false),
+		"WWW-Authenticate", wwwAuthenticate(),
 	)
 }
 
@@ -36,6 +37,12 @@ func location(required bool) obj {
 
 func retryAfter(required bool) obj {
 	return header("Seconds to wait before asking again, with the same key.", required, o("type", "integer", "minimum", 1))
+}
+
+func wwwAuthenticate() obj {
+	return header("The scheme to authenticate with (RFC 6750 §3): `Bearer realm=\"idemgate\"`, and "+
+		"`error=\"invalid_token\"` when the key sent is unknown or revoked.", true,
+		o("type", "string", "pattern", "^Bearer realm=\"idemgate\""))
 }
 
 func replayed() obj {

@@ -10,7 +10,8 @@ func mcpPath() obj {
 	}
 	refusals := func(answers ...any) obj {
 		return sortedByStatus(o(answers...).with(
-			code(401), problemResponse(nil, problems.Unauthenticated),
+			code(401), problemResponse(o("WWW-Authenticate", headerRef("WWW-Authenticate")), problems.Unauthenticated),
+			code(403), problemResponse(nil, problems.OriginNotAllowed),
 			code(503), problemResponse(o("Retry-After", headerRef("Retry-After")), problems.LedgerUnavailable),
 		))
 	}
@@ -32,10 +33,14 @@ func mcpPath() obj {
 					appJSON, o("schema", schemaRef("JSONRPCMessage")),
 					"text/event-stream", o())),
 				code(202), o("description", "A notification was accepted; no body."),
-				code(400), plain("The transport refused the message: not JSON-RPC, or an `Accept` without both "+
-					"`application/json` and `text/event-stream`."),
+				code(400), o("description", "The transport refused the message: not JSON-RPC, or an `Accept` without both "+
+					"`application/json` and `text/event-stream` (text); or a JSON-RPC batch of more than 16 messages "+
+					"(a JSON-RPC error).", "content", o("text/plain", o("schema", o("type", "string")),
+					appJSON, o("schema", schemaRef("JSONRPCMessage")))),
 				code(413), plain("The message is larger than the transport accepts."),
 				code(415), plain("`Content-Type` is not `application/json`."),
+				code(500), o("description", "The answer would be larger than 8 MiB: a JSON-RPC error asks for fewer "+
+					"messages in one request.", "content", o(appJSON, o("schema", schemaRef("JSONRPCMessage")))),
 			)),
 		"get", o("operationId", "mcpStream", "tags", list("mcp"), "summary", "Not offered (stateless server)",
 			"description", "The standalone server-to-client event stream of Streamable HTTP. This server keeps no "+

@@ -59,6 +59,7 @@ func createOperation() obj {
 				problems.OperationInProgress, problems.OperationUncertain, problems.OperationAwaitingApproval),
 			code(410), problemResponse(nil, problems.IdempotencyKeyExpired),
 			code(413), problemResponse(nil, problems.BodyTooLarge),
+			code(415), problemResponse(nil, problems.UnsupportedMediaType),
 			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch,
 				problems.ConnectionNotConfigured),
 		))
@@ -208,7 +209,7 @@ func listTools() obj {
 func authenticated(answers ...any) obj {
 	all := o(answers...)
 	all = all.with(
-		code(401), problemResponse(nil, problems.Unauthenticated),
+		code(401), problemResponse(o("WWW-Authenticate", headerRef("WWW-Authenticate")), problems.Unauthenticated),
 		code(500), problemResponse(nil, problems.Internal),
 		code(503), problemResponse(o("Retry-After", headerRef("Retry-After")), problems.LedgerUnavailable),
 	)

@@ -113,9 +113,13 @@ func operationRequest() obj {
 			"workflow_run_id", o("type", "string", "maxLength", 255,
 				"description", "Groups the operations of one workflow run (console page `/workflows/{id}`)."),
 			"step_id", o("type", "string", "maxLength", 255, "description", "Names the step of the workflow run."),
+			"justification", o("type", "string", "maxLength", 2000,
+				"description", "The agent's reason for the call, shown to reviewers. Not part of the fingerprint: a retry that "+
+					"words it differently still replays, and the first one recorded is kept. Sensitive values in it are masked."),
 		),
 		"examples", list(o("tool", "tickets.create", "params", o("subject", "Printer on fire"),
-			"workflow_run_id", "workflow-8472", "step_id", "create-ticket")))
+			"workflow_run_id", "workflow-8472", "step_id", "create-ticket",
+			"justification", "The customer reported the printer fire in chat 5512.")))
 }
 
 func operation() obj {
@@ -125,7 +129,7 @@ func operation() obj {
 		"description", "One logical action an agent asked for: (tenant, key) → tool + params. Every member is always present.",
 		"required", list("id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref",
 			"downstream_key", "attempts", "next_attempt_at", "review", "compensates", "compensated_by", "workflow_run_id", "step_id",
-			"created_at", "updated_at", "completed_at"),
+			"justification", "created_at", "updated_at", "completed_at"),
 		"properties", o(
 			"id", o("type", "string", "pattern", "^op_[0-9A-Z]{26}$"),
 			"key", o("type", "string", "minLength", 1, "maxLength", 255, "description", "The caller's operation key (`Idempotency-Key`)."),
@@ -149,6 +153,7 @@ func operation() obj {
 			"compensated_by", nullableString.with("description", "The id of the operation that undoes this one."),
 			"workflow_run_id", nullableString,
 			"step_id", nullableString,
+			"justification", nullableString.with("description", "The agent's reason, as first recorded (masked); null when none was given."),
 			"created_at", o("type", "string", "format", dateTime),
 			"updated_at", o("type", "string", "format", dateTime),
 			"completed_at", nullableTime,
@@ -159,6 +164,7 @@ func operation() obj {
 			"params", o("subject", "Printer on fire"), "result", o("id", "T-1042", "status", "open"), "error", nil,
 			"downstream_ref", "T-1042", "downstream_key", "dk_4f1c0b7e9a2d5c8f3e6b1a4d7c0f9e2b", "attempts", 1, "next_attempt_at", nil, "review", nil, "compensates", nil,
 			"compensated_by", nil, "workflow_run_id", "workflow-8472", "step_id", "create-ticket",
+			"justification", "The customer reported the printer fire in chat 5512.",
 			"created_at", "2026-11-29T10:00:00Z", "updated_at", "2026-11-29T10:00:00Z", "completed_at", "2026-11-29T10:00:00Z",
 		)))
 }

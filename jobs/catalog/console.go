@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/url"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -223,4 +224,50 @@ func validateConsole(t *Tool, raw *rawTool, ec *collector) {
 			t.referenceTmpl = ut
 		}
 	}
+}
+
+// Amount reads the amount at stake in a call from its masked params: the first money of the
+// tool's summary, in minor units, with its currency. ok is false when the summary has no
+// money, or the params lack a whole amount there (a masked one included).
+func (t *Tool) Amount(maskedParams []byte) (minor *big.Int, currency string, ok bool) {
+	if t.summary == nil {
+		return nil, "", false
+	}
+	var data TemplateData
+	dec := json.NewDecoder(bytes.NewReader(maskedParams))
+	dec.UseNumber()
+	if err := dec.Decode(&data.Params); err != nil {
+		return nil, "", false
+	}
+	for _, p := range t.summary.parts {
+		if !p.money {
+			continue
+		}
+		v, err1 := lookup(&data, p.field)
+		c, err2 := lookup(&data, p.currency)
+		if err1 != nil || err2 != nil {
+			return nil, "", false
+		}
+		s, err1 := scalarString(v)
+		cur, err2 := scalarString(c)
+		if err1 != nil || err2 != nil {
+			return nil, "", false
+		}
+		n, whole := new(big.Int).SetString(s, 10)
+		if !whole {
+			return nil, "", false
+		}
+		return n, strings.ToUpper(strings.TrimSpace(cur)), true
+	}
+	return nil, "", false
+}
+
+// Downstream names the system the tool calls, for people: the host of its URL ("" when the URL
+// names none, as a path of a connection does).
+func (t *Tool) Downstream() string {
+	u, err := url.Parse(strings.SplitN(t.HTTP.URL, "{{", 2)[0])
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }

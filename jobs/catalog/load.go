@@ -251,6 +251,11 @@ func link(tools []*Tool) (*Catalog, []error) {
 				Err: errors.New("a tool cannot compensate itself")})
 		default:
 			t.Compensation.Tool = target.Name // store the dotted spelling
+			if leaf, ptr, leak := compensationLeak(t, target); leak {
+				errs = append(errs, &FileError{Tool: t.Name, Index: i + 1, Field: joinPath("compensation.params", leaf),
+					Err: fmt.Errorf("copies the sensitive param %s into %s of %s, which is not sensitive there; "+
+						"add it to %s's sensitive_params, or leave it out", ptr, leaf, target.Name, target.Name)})
+			}
 		}
 	}
 	return c, errs

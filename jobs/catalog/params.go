@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -72,7 +74,7 @@ func (t *Tool) ValidateParams(params any) (errs []ParamError) {
 		return []ParamError{{Pointer: "", Message: err.Error()}}
 	}
 	seen := map[ParamError]bool{}
-	collectLeaves(verr, func(pe ParamError) {
+	collectLeaves(verr, t.nearSensitive, func(pe ParamError) {
 		if !seen[pe] {
 			seen[pe] = true
 			errs = append(errs, pe)
@@ -87,10 +89,13 @@ func (t *Tool) ValidateParams(params any) (errs []ParamError) {
 	return errs
 }
 
-func collectLeaves(e *jsonschema.ValidationError, emit func(ParamError)) {
+// collectLeaves emits the leaf errors of e. The validator's own message quotes the value it
+// refused, in its own escaping (which a scrubber looking for the value as sent does not find);
+// where the value is or holds a sensitive param (hide), the message names only the keyword.
+func collectLeaves(e *jsonschema.ValidationError, hide func(loc []string) bool, emit func(ParamError)) {
 	if len(e.Causes) > 0 {
 		for _, c := range e.Causes {
-			collectLeaves(c, emit)
+			collectLeaves(c, hide, emit)
 		}
 		return
 	}
@@ -105,8 +110,41 @@ func collectLeaves(e *jsonschema.ValidationError, emit func(ParamError)) {
 			emit(ParamError{Pointer: pointerOf(append(loc[:len(loc):len(loc)], p)), Message: "property is not allowed"})
 		}
 	default:
-		emit(ParamError{Pointer: pointerOf(loc), Message: e.ErrorKind.LocalizedString(printer)})
+		msg := e.ErrorKind.LocalizedString(printer)
+		if hide(loc) && quotesValue(e.ErrorKind) {
+			msg = "the value does not satisfy the schema's " + strings.Join(e.ErrorKind.KeywordPath(), "/") +
+				" (it is sensitive, so it is not repeated here)"
+		}
+		emit(ParamError{Pointer: pointerOf(loc), Message: msg})
 	}
+}
+
+// quotesValue reports whether the validator's message for k may repeat the value refused:
+// every kind but those that say only what the value's type or size is.
+func quotesValue(k jsonschema.ErrorKind) bool {
+	switch k.(type) {
+	case *kind.Type, *kind.MinLength, *kind.MaxLength, *kind.MinItems, *kind.MaxItems,
+		*kind.MinProperties, *kind.MaxProperties:
+		return false
+	}
+	return true
+}
+
+// nearSensitive reports whether the value at loc is a sensitive param, is inside one, or holds
+// one: a message about it could quote a sensitive value.
+func (t *Tool) nearSensitive(loc []string) bool {
+	for _, p := range t.SensitiveParams {
+		ptr, err := sensitivePointer(p)
+		if err != nil {
+			return true // cannot tell: say nothing of the value
+		}
+		tokens, _ := parsePointer(ptr)
+		n := min(len(tokens), len(loc))
+		if slices.Equal(tokens[:n], loc[:n]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Mask returns a deep copy of params in which every sensitive pointer that exists holds Masked.

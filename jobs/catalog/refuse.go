@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -80,4 +81,59 @@ func sensitiveOverlap(sensitive []string, ref []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// compensationLeak finds a leaf of t's compensation template that copies a sensitive param of
+// t into a param that target, the compensating tool, does not treat as sensitive: the value
+// would then show in clear everywhere the compensation's params do, and be stored unsealed.
+// It returns the leaf's path and the sensitive pointer; ok is false when there is none.
+func compensationLeak(t, target *Tool) (leaf, ptr string, ok bool) {
+	if t.compTmpl == nil {
+		return "", "", false
+	}
+	var walk func(v any, dest []string) bool
+	walk = func(v any, dest []string) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				if walk(v[k], append(dest[:len(dest):len(dest)], k)) {
+					return true
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if walk(e, append(dest[:len(dest):len(dest)], strconv.Itoa(i))) {
+					return true
+				}
+			}
+		case *compiledTemplate:
+			for _, p := range v.parts {
+				if len(p.field) < 2 || p.field[0] != "Params" {
+					continue
+				}
+				if s, hit := sensitiveOverlap(t.SensitiveParams, p.field[1:]); hit && !coveredBySensitive(target.SensitiveParams, dest) {
+					leaf, ptr = strings.Join(dest, "."), s
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return leaf, ptr, walk(t.compTmpl.root, nil)
+}
+
+// coveredBySensitive reports whether the param at path is, or lies inside, one of sensitive.
+func coveredBySensitive(sensitive []string, path []string) bool {
+	for _, ptr := range sensitive {
+		tokens, err := parsePointer(ptr)
+		if err == nil && len(tokens) <= len(path) && slices.Equal(tokens, path[:len(tokens)]) {
+			return true
+		}
+	}
+	return false
 }

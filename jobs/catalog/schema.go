@@ -92,7 +92,7 @@ func schemaProblem(err error) string {
 		return oneLine(err)
 	}
 	var msgs []string
-	collectLeaves(verr, func(pe ParamError) {
+	collectLeaves(verr, func([]string) bool { return false }, func(pe ParamError) {
 		msgs = append(msgs, fmt.Sprintf("at %q: %s", pe.Pointer, pe.Message))
 	})
 	return strings.Join(msgs, "; ")
