@@ -158,6 +158,17 @@ func currentViewer(c echo.Context) (*Viewer, error) {
 }
 
 // layoutPage is the layout's view of the request for a signed-in page in section nav.
+// ErrorLayout is the layout of an error page for the request's signed-in person, with their
+// menu; ok is false when nobody is signed in (the signed-out layout is used). It reads
+// nothing, so it is safe whatever failed.
+func ErrorLayout(ctx context.Context, title string) (views.Page, bool) {
+	v := ViewerFrom(ctx)
+	if v == nil {
+		return views.Page{}, false
+	}
+	return layoutPage(v, title, ""), true
+}
+
 func layoutPage(v *Viewer, title, nav string) views.Page {
 	return views.Page{Title: title, User: &views.User{Email: v.Email, Role: string(v.Role)}, CSRFToken: v.CSRFToken, Nav: nav}
 }

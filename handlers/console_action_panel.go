@@ -137,6 +137,7 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	st := &views.ApprovalStatus{Required: required, Count: len(approvers)}
 	for _, a := range approvers {
 		st.Approvers = append(st.Approvers, a.Name())
+		st.ApproverReasons = append(st.ApproverReasons, approvalReason(rec.Events, a, op.Fingerprint))
 	}
 	p.Approvals = st
 	var proposer models.Person
@@ -191,4 +192,19 @@ func moreApprovals(n int) string {
 		return "1 more approval"
 	}
 	return fmt.Sprintf("%d more approvals", n)
+}
+
+// approvalReason is the reason who gave with their latest approval of this fingerprint.
+func approvalReason(events []models.Event, who models.Person, fingerprint string) string {
+	reason := ""
+	for _, e := range events {
+		if e.Type != models.EventReviewAction || !e.Person().Is(who) {
+			continue
+		}
+		d := detailMap(e.Detail)
+		if str(d["action"]) == models.ActionApprove && str(d["fingerprint"]) == fingerprint {
+			reason = str(d["reason"])
+		}
+	}
+	return reason
 }

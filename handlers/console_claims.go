@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"time"
+
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -42,4 +45,35 @@ func (h *Console) changeClaim(c echo.Context, do func(v *Viewer, tenant, id stri
 		err = &models.Error{Code: models.CodeConflict, Message: "this operation has no open review any more", Err: err}
 	}
 	return h.formDone(c, err, msg, back)
+}
+
+// claimBox is the operation page's line on its open review: who has it and for how long, a
+// form to take or give it back, and when an approval lapses. nil without an open review.
+func (h *Console) claimBox(v *Viewer, rec *models.OperationRecord, now time.Time) *views.ClaimBox {
+	var open *models.Review
+	for i := range rec.Reviews {
+		if rec.Reviews[i].Status == models.ReviewOpen {
+			open = &rec.Reviews[i]
+		}
+	}
+	if open == nil {
+		return nil
+	}
+	box := &views.ClaimBox{CSRFToken: v.CSRFToken, Next: OperationHref(rec.Op.ID)}
+	switch holder, held := open.ClaimHolder(now); {
+	case !held:
+		box.Free = true
+	case holder.Is(v.Person()):
+		box.Mine, box.Text = true, "You have it · "+views.Age(open.ClaimedUntil.Sub(now))+" left"
+	default:
+		box.Text = holder.Name() + " has it · " + views.Age(open.ClaimedUntil.Sub(now)) + " left"
+	}
+	if mayAct(v) && (box.Free || box.Mine) {
+		box.Action = OperationHref(rec.Op.ID) + "/claim"
+		if box.Mine {
+			box.Action = OperationHref(rec.Op.ID) + "/release"
+		}
+	}
+	box.Lapses, box.LapsesSoon = h.approvalLapse(rec.Op.State, rec.Op.Tool, rec.Op.CreatedAt, now)
+	return box
 }

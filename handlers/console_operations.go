@@ -257,6 +257,7 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p.Notice = notice
 	// The version of what the page shows, from the same record: the live check compares it.
 	p.LiveVersion, p.LiveSrc = rec.Version(), OperationHref(rec.Op.ID)+"/version"
+	p.Claim = h.claimBox(v, rec, now)
 	panel := h.actionPanel(v, rec, now, refused)
 	p.Actions = views.ActionsPanel(panel)
 	return renderPage(c, status, views.Operation(p))

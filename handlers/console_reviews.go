@@ -94,16 +94,23 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 	if every <= 0 {
 		every = defaultRefresh
 	}
-	l := views.ReviewList{More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
+	l := views.ReviewList{OneTenant: !v.Scope.Unlimited() && len(v.Scope.Tenants()) == 1, More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
 		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor, Pick: mayAct(v),
 		BulkAll: bulkAllLabel(len(items), more)}
-	var awaiting []string
+	var awaiting, undone []string
 	for _, it := range items {
 		if it.State == models.StateAwaitingApproval {
 			awaiting = append(awaiting, it.OperationID)
 		}
+		if it.Compensates != nil {
+			undone = append(undone, *it.Compensates)
+		}
 	}
 	decisions, err := h.Ledger.DecisionEvents(c.Request().Context(), v.Scope, awaiting)
+	if err != nil {
+		return views.ReviewList{}, err
+	}
+	undoneKeys, err := h.Ledger.KeysOf(c.Request().Context(), v.Scope, undone)
 	if err != nil {
 		return views.ReviewList{}, err
 	}
@@ -113,6 +120,9 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
 			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt))}
 		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
+		if it.Compensates != nil {
+			row.Label = compensationLabel(undoneKeys[*it.Compensates], row.Summary, row.SummaryIsParams)
+		}
 		h.queueClaimAndDeadline(&row, it, v, now)
 		l.Items = append(l.Items, row)
 	}
@@ -197,20 +207,27 @@ func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueIte
 	default:
 		row.Claim = holder.Name() + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
 	}
-	tool, known := h.Catalog.Get(it.Tool)
-	if it.State != models.StateAwaitingApproval || !known {
-		return
+	row.Lapses, row.LapsesSoon = h.approvalLapse(it.State, it.Tool, it.OpCreatedAt, now)
+}
+
+// approvalLapse says when an approval of an operation in state, of tool, created then,
+// lapses ("lapses in 23 h 56 min"), and whether that is within the warning time; "" for an
+// operation not awaiting approval or of a tool no longer in the catalogue.
+func (h *Console) approvalLapse(state models.State, toolName string, created, now time.Time) (string, bool) {
+	tool, known := h.Catalog.Get(toolName)
+	if state != models.StateAwaitingApproval || !known {
+		return "", false
 	}
-	left := models.LapsesAt(it.OpCreatedAt, tool.Review.ApprovalTTL).Sub(now)
+	left := models.LapsesAt(created, tool.Review.ApprovalTTL).Sub(now)
 	warn := h.ApprovalWarning
 	if warn == 0 {
 		warn = jobs.DefaultApprovalWarning
 	}
-	row.Lapses = "lapses in " + views.Age(left)
+	text := "lapses in " + views.Age(left)
 	if left <= 0 {
-		row.Lapses = "lapsing now"
+		text = "lapsing now"
 	}
-	row.LapsesSoon = warn > 0 && left <= warn
+	return text, warn > 0 && left <= warn
 }
 
 func reasonOptions(selected string) []views.Option {
@@ -219,4 +236,17 @@ func reasonOptions(selected string) []views.Option {
 		out[i].Label = reasonLabel(out[i].Value)
 	}
 	return out
+}
+
+// compensationLabel names a compensation by what it undoes, "Undo support-5514 (close
+// T-1003)", rather than by its own key (compensate:op_01…), which says nothing to a person.
+func compensationLabel(undoneKey, summary string, summaryIsParams bool) string {
+	if undoneKey == "" {
+		return ""
+	}
+	label := "Undo " + undoneKey
+	if summary != "" && !summaryIsParams {
+		label += " (" + summary + ")"
+	}
+	return label
 }

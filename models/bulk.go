@@ -276,3 +276,23 @@ func (l *Ledger) StoredParams(ctx context.Context, s Scope, ids []string) (map[s
 	}
 	return out, nil
 }
+
+// KeysOf returns the keys of the operations ids within s, by id: how a page names an
+// operation it only links to (the one a compensation undoes).
+func (l *Ledger) KeysOf(ctx context.Context, s Scope, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []struct {
+			ID  string
+			Key string `gorm:"column:op_key"`
+		}
+		err := s.apply(l.scope(ctx).Model(&Operation{}), "tenant").Select("id, op_key").Where("id IN ?", chunk).Find(&rows).Error
+		if err != nil {
+			return nil, unavailable("read operation keys", err)
+		}
+		for _, r := range rows {
+			out[r.ID] = r.Key
+		}
+	}
+	return out, nil
+}

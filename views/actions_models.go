@@ -30,6 +30,9 @@ type ApprovalStatus struct {
 	Count     int
 	Required  int
 	Approvers []string
+	// ApproverReasons are the reasons each approver gave, in the order of Approvers ("" when
+	// none was kept): what the next approver weighs their own decision against.
+	ApproverReasons []string
 	// Proposer proposed the compensation this operation is, for ProposerReason; "" for other
 	// operations.
 	Proposer       string
@@ -86,3 +89,14 @@ func (f ActionForm) ButtonClass() string {
 	}
 	return "button button--primary"
 }
+
+// decisionKeys are the keys that open each decision's form on an operation page, as
+// console.js reads them (its DECISIONS): shown on the decision so the shortcut is learnt where
+// it is used.
+var decisionKeys = map[string]string{
+	"confirm_succeeded": "s", "confirm_not_executed": "n", "mark_failed": "f", "reconcile_now": "l",
+	"approve": "a", "reject": "x", "propose_compensation": "p",
+}
+
+// DecisionKey is the key that opens the named decision's form; "" when none does.
+func DecisionKey(action string) string { return decisionKeys[action] }

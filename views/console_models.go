@@ -104,6 +104,8 @@ type ReviewList struct {
 	CSRFToken string
 	CanClaim  bool
 	Pick      bool // rows have the bulk bar's checkbox
+	// OneTenant hides the tenant column: a viewer of one tenant learns nothing from it.
+	OneTenant bool
 	// BulkAll is the bulk bar's "all matching" label for this list, which console.js copies
 	// into the bar when it swaps the list in, so the count follows the queue.
 	BulkAll string
@@ -123,6 +125,9 @@ type ReviewRow struct {
 	Summary   string
 	// SummaryIsParams is set when Summary is the params themselves (the tool has no summary).
 	SummaryIsParams bool
+	// Label names the operation for people where its key does not ("Undo support-5514"); ""
+	// shows the key.
+	Label string
 	// Justification is the agent's reason, shortened; "" when none was given.
 	Justification  string
 	Approvals      string
@@ -196,6 +201,9 @@ type OperationPage struct {
 	Amount        string
 	Downstream    string
 	Justification string
+	// Claim is who has taken the open review and when an approval lapses; nil without an open
+	// review.
+	Claim         *ClaimBox
 	Op            OperationRow
 	Fingerprint   string
 	DownstreamKey string // the key sent downstream (SPEC §1)
@@ -367,4 +375,17 @@ type UserRow struct {
 	Tenants  string
 	Created  Time
 	Disabled bool
+}
+
+// ClaimBox is the open review's claim and deadline on an operation page: "ravi@… has it · 27
+// min left", with a form to take it or give it back (Action) for a reviewer who may, and an
+// approval's "lapses in 23 h 56 min".
+type ClaimBox struct {
+	Text       string
+	Mine, Free bool
+	Action     string // where the take or give-back form posts; "" offers none
+	CSRFToken  string
+	Next       string
+	Lapses     string
+	LapsesSoon bool
 }

@@ -60,3 +60,6 @@ func errorAdvice(status int) string {
 	}
 	return ""
 }
+
+// ErrorHeading is the heading (and title) of the error page for status.
+func ErrorHeading(status int) string { return errorHeading(status) }

@@ -124,8 +124,9 @@ func TestBrowserKeyboard(t *testing.T) {
 
 // The operation page updates itself in place when its operation changes (no reload: a marker
 // set in the page survives), and keeps a decision form the reviewer has started: the typed
-// reason stays, the rest of the page shows the new state, and the kept decision, sent, is
-// refused as made on what the page showed before.
+// reason stays, the rest of the page shows the new state, and the kept form is marked stale
+// where the reviewer is looking, its button disabled and the change stated beside it; sent
+// anyway (the server is the judge), it is refused as made on what the page showed before.
 func TestBrowserLiveOperationPage(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -172,7 +173,13 @@ func TestBrowserLiveOperationPage(t *testing.T) {
 	assert.Equal(t, "Checked with the bank: no refu", value(t, ctx, chromedp.Value(testID("action-reason-mark_failed"))),
 		"the half-typed reason is kept")
 
-	run(t, ctx, chromedp.SendKeys(testID("action-reason-mark_failed"), "nd"), chromedp.Click(testID("action-submit-mark_failed")),
+	assert.Contains(t, value(t, ctx, chromedp.Text(`[data-testid="action-form-mark_failed"] [data-testid="stale-form"]`)), "now FAILED_FINAL",
+		"the change is stated beside the form")
+	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="action-submit-mark_failed"]').disabled`)),
+		"the kept form's button is disabled in place")
+	// Sent anyway (a script, an old browser): the server refuses it.
+	run(t, ctx, chromedp.SendKeys(testID("action-reason-mark_failed"), "nd"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="action-form-mark_failed"]').submit()`),
 		chromedp.WaitVisible(testID("notice")))
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "changed while you were deciding")
 	events, err := con.Ledger.Events(t.Context(), "acme", busy.ID)

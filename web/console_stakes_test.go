@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -46,6 +47,24 @@ func TestOperationPageLeadsWithTheStakes(t *testing.T) {
 
 		queue := desk.rita.Get(t, "/reviews")
 		assert.Contains(t, strings.Join(queue.TestIDs("review-justification"), "|"), "invoice 7702 is due today")
+		assert.NotContains(t, queue.Body, `<th scope="col">Tenant</th>`, "a one-tenant viewer has no tenant column")
+		assert.Contains(t, desk.ravi.Get(t, "/reviews").Body, `<th scope="col">Tenant</th>`, "a viewer of every tenant has one")
+
+		// The second approver sees the first one's reason, the claim and the deadline.
+		require.Equal(t, http.StatusSeeOther, act(t, desk.rita, payout, models.ActionApprove,
+			url.Values{"reason": {"Invoice 7702 matches the contract."}}).Status)
+		page = desk.ravi.Get(t, "/operations/"+payout.ID)
+		assert.Equal(t, []string{"rita@example.com: “Invoice 7702 matches the contract.”"}, page.TestIDs("approver-reason"))
+		assert.Equal(t, []string{"Nobody has taken this review."}, page.TestIDs("operation-claim-text"))
+		assert.Equal(t, []string{"lapses in 1 h"}, page.TestIDs("operation-lapses"))
+		taken := desk.ravi.Post(t, "/operations/"+payout.ID+"/claim", url.Values{"next": {"/operations/" + payout.ID}})
+		require.Equal(t, http.StatusSeeOther, taken.Status)
+		page = desk.ravi.Get(t, "/operations/"+payout.ID)
+		assert.Contains(t, strings.Join(page.TestIDs("operation-claim-text"), ""), "You have it · 30 min left")
+		assert.NotEmpty(t, page.TestIDs("operation-release"))
+		page = desk.rita.Get(t, "/operations/"+payout.ID)
+		assert.Contains(t, strings.Join(page.TestIDs("operation-claim-text"), ""), "ravi@example.com has it")
+		assert.Empty(t, page.TestIDs("operation-claim-form"), "someone else's claim offers no form")
 	})
 }
 
@@ -65,4 +84,33 @@ func TestOutcomeSaysWhatIsKnown(t *testing.T) {
 		assert.Equal(t, []string{want}, page.TestIDs("situation-outcome"), op.Key)
 		assert.NotContains(t, strings.Join(page.TestIDs("situation-outcome"), ""), "Sent;")
 	}
+}
+
+// A compensation in the queue is named by what it undoes, not by its own compensate:op_… key.
+func TestQueueNamesACompensationByWhatItUndoes(t *testing.T) {
+	t.Parallel()
+	desk := newReviewDesk(t, models.SQLite, consoletest.Options{})
+	ticket := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "support-5514", Tool: "tickets.create",
+		Params: `{"subject":"Parcel lost"}`, Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201,
+			To: models.StateSucceeded, Result: []byte(`{"id":"T-1003"}`), DownstreamRef: "T-1003"}})
+	comp, err := desk.con.Executor.ProposeCompensation(t.Context(), ticket, models.Requester{Actor: desk.raviID}, "Opened twice.")
+	require.NoError(t, err)
+	queue := desk.rita.Get(t, "/reviews")
+	links := queue.TestIDs("review-operation-link")
+	require.Len(t, links, 1)
+	assert.True(t, strings.HasPrefix(links[0], "Undo support-5514"), links[0])
+	assert.Contains(t, queue.Body, comp.Key, "its own key is still shown, under the name")
+}
+
+// An error page keeps a signed-in person's menu: a 404 is not a dead end.
+func TestErrorPagesKeepTheMenu(t *testing.T) {
+	t.Parallel()
+	desk := newReviewDesk(t, models.SQLite, consoletest.Options{})
+	page := desk.rita.Get(t, "/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S")
+	require.Equal(t, http.StatusNotFound, page.Status)
+	assert.NotEmpty(t, page.TestIDs("error-page"))
+	assert.NotEmpty(t, page.TestIDs("nav-reviews"), "the menu is there")
+	assert.Equal(t, []string{"rita@example.com"}, page.TestIDs("user-email"))
+	anon := desk.con.NewBrowser(t).Get(t, "/problems/nothing-here")
+	assert.Empty(t, anon.TestIDs("nav-reviews"), "nobody signed in: no menu")
 }

@@ -226,7 +226,11 @@ func errorHandler(log *slog.Logger, refusals *refusalAuditor) echo.HTTPErrorHand
 			if a.Problem.RetryAfter > 0 {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(a.Problem.RetryAfter))
 			}
-			werr = render(c, a.Status, views.ErrorPage(a.Status, a.Message))
+			page := views.ErrorPage(a.Status, a.Message)
+			if layout, ok := handlers.ErrorLayout(c.Request().Context(), views.ErrorHeading(a.Status)); ok {
+				page = views.ErrorPageIn(layout, a.Status, a.Message)
+			}
+			werr = render(c, a.Status, page)
 		} else if p := handlers.ProblemFrom(err); wantsPage(c.Request()) {
 			logProblem(log, p, err, c, reqID)
 			t, _ := problems.Lookup(p.Slug)

@@ -149,6 +149,12 @@
   };
   var marked = null; // the review id marked in the queue, kept across its refreshes
 
+  // After a decision, the way on is the next review: focus its link, so Enter follows it.
+  var nextReview = document.querySelector('[data-testid="next-review"] a');
+  if (nextReview) {
+    nextReview.focus();
+  }
+
   function rows() {
     return document.querySelectorAll('[data-testid="review-row"]');
   }
@@ -262,8 +268,10 @@
   // changed (data-live-src answers its version). When it did, the page fetches itself and
   // swaps its parts (data-live-part) in place: the state, the situation, the record. The
   // decision forms are swapped too unless the person has started one (typed, ticked, or is in
-  // it): then that part stays as it is, and a notice says the page changed around it (a
-  // decision sent on what they saw before is refused by the server, and shown again).
+  // it): then that part stays as it is, and a notice says the page changed around it. The kept
+  // forms are marked stale where the person is looking, their buttons disabled and the change
+  // stated beside them (the server would refuse a decision made on what the page showed
+  // before); the typed text stays to copy, and one button shows the current choices.
   var live = document.querySelector("[data-live-src]");
   if (live && window.fetch && window.DOMParser) {
     var liveGet = function (url, accept) {
@@ -289,10 +297,45 @@
         first.parentNode.insertBefore(note, first);
       }
       note.textContent = kept
-        ? "This operation changed while you were deciding: the page shows it as it is now, and your unsent decision is kept as you typed it. Read it again before you send it; if what it depends on changed, it will be refused and shown to you again."
+        ? "This operation changed while you were deciding: the page shows it as it is now. Your unsent decision is kept as you typed it, but it can no longer be sent: see the note beside it."
         : "This operation changed: the page shows it as it is now.";
       note.className = kept ? "notice notice--warning" : "notice";
       note.setAttribute("data-kept", kept ? "true" : "false");
+    };
+    // stale marks every form of a kept part as decided on an older page, saying what changed.
+    var stale = function (part, fresh, next) {
+      var badge = next.querySelector('[data-testid="operation"] [data-state]');
+      var attempts = next.querySelector('[data-testid="operation-attempts"]');
+      var now = "Changed meanwhile: the operation is now " + (badge ? badge.getAttribute("data-state") : "different") +
+        (attempts ? ", after " + attempts.textContent.trim() + " attempt(s)" : "") +
+        ". This decision was started on the page as it was before, so it cannot be sent; what you typed stays here to copy.";
+      part.querySelectorAll("form").forEach(function (form) {
+        form.setAttribute("data-stale", "true");
+        form.querySelectorAll('button[type="submit"], input[type="submit"]').forEach(function (b) {
+          b.disabled = true;
+          b.setAttribute("aria-disabled", "true");
+        });
+        var note = form.querySelector('[data-testid="stale-form"]');
+        if (!note) {
+          note = document.createElement("p");
+          note.className = "action__stale";
+          note.setAttribute("role", "status");
+          note.setAttribute("data-testid", "stale-form");
+          form.insertBefore(note, form.firstChild);
+          var again = document.createElement("button");
+          again.type = "button";
+          again.className = "button button--small";
+          again.setAttribute("data-testid", "stale-refresh");
+          again.textContent = "Show the current choices";
+          again.addEventListener("click", function () {
+            var current = document.querySelector('[data-live-part="' + part.getAttribute("data-live-part") + '"]');
+            var latest = document.importNode(fresh, true);
+            current.replaceWith(latest);
+          });
+          note.after(again);
+        }
+        note.textContent = now;
+      });
     };
     var swap = function (html, version) {
       var next = new DOMParser().parseFromString(html, "text/html");
@@ -308,6 +351,7 @@
         }
         if (part.hasAttribute("data-live-keep-started") && started(part)) {
           kept = true;
+          stale(part, fresh, next);
           return;
         }
         part.replaceWith(document.importNode(fresh, true));
