@@ -31,6 +31,7 @@ var (
 	ErrOperationAwaitingApproval error = problemType("operation-awaiting-approval")
 	ErrKeyMismatch               error = problemType("idempotency-key-mismatch")
 	ErrKeyExpired                error = problemType("idempotency-key-expired")
+	ErrConnectionNotConfigured   error = problemType("connection-not-configured")
 	ErrLedgerUnavailable         error = problemType("ledger-unavailable")
 	ErrRateLimited               error = problemType("rate-limited")
 	ErrNotFound                  error = problemType("not-found")
@@ -104,6 +105,6 @@ func (p *Problem) Is(target error) bool {
 var problemTypes = []error{
 	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrKeyReserved, ErrUnsupportedMediaType, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
 	ErrToolForbidden, ErrInvalidParams, ErrOperationInProgress, ErrOperationUncertain,
-	ErrOperationAwaitingApproval, ErrKeyMismatch, ErrKeyExpired, ErrLedgerUnavailable, ErrRateLimited,
+	ErrOperationAwaitingApproval, ErrKeyMismatch, ErrKeyExpired, ErrConnectionNotConfigured, ErrLedgerUnavailable, ErrRateLimited,
 	ErrNotFound, ErrNotCancellable, ErrNotCompensable, ErrUnsupportedFormat, ErrInvalidQuery, ErrOriginNotAllowed, ErrInternal,
 }

@@ -46,6 +46,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// A gateway of its own: the throttled one's key is remembered, so its requests would
 		// meet the rate limit before the ledger.
 		conformUnavailable(t, c, gatewaytest.Start(t, d))
+		conformConnectionNotConfigured(t, c, d)
 
 		assert.Empty(t, c.unmet(conformanceExempt), "documented answers no request met")
 	})

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,12 +26,12 @@ import (
 const callTimeout = 5 * time.Second
 
 // postCall is a POST of a small JSON body to url, as the executor sends one.
-func postCall(url string) jobs.Call {
-	return jobs.Call{Method: http.MethodPost, URL: url, Body: []byte(`{"subject":"x"}`), Header: http.Header{}, Timeout: callTimeout}
+func postCall(url string) downstream.Call {
+	return downstream.Call{Method: http.MethodPost, URL: url, Body: []byte(`{"subject":"x"}`), Header: http.Header{}, Timeout: callTimeout}
 }
 
 // classify runs the classifier on what the connector saw.
-func classify(r jobs.Response) jobs.Class {
+func classify(r downstream.Response) jobs.Class {
 	return jobs.Classify(r.Status, r.Wrote, r.Err, r.BodyErr)
 }
 
@@ -50,7 +53,7 @@ func TestConnectorRefusedIsNotSent(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	r := jobs.NewConnector().Do(context.Background(), postCall("http://"+addr+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall("http://"+addr+"/tickets"))
 	require.Error(t, r.Err)
 	assert.False(t, r.Wrote, "nothing was written to a refused connection")
 	assert.Zero(t, r.Status)
@@ -64,7 +67,7 @@ func TestConnectorConnectionClosedAfterRequestIsAmbiguous(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
 	require.Error(t, r.Err)
 	assert.True(t, r.Wrote, "the request left before the connection dropped")
 	assert.Equal(t, jobs.Ambiguous, classify(r))
@@ -85,7 +88,7 @@ func TestConnectorHangPastTimeoutIsAmbiguous(t *testing.T) {
 
 	call := postCall(srv.URL + "/tickets")
 	call.Timeout = 200 * time.Millisecond
-	r := jobs.NewConnector().Do(context.Background(), call)
+	r := downstream.NewConnector().Do(context.Background(), call)
 	// The server answers only once released, and that happens after Do returns: Do came back
 	// because the call's timeout ended the wait, the one deadline in play.
 	require.Error(t, r.Err)
@@ -122,7 +125,7 @@ func TestConnectorRetryAfter(t *testing.T) {
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
-			r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL))
+			r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL))
 			require.NoError(t, r.Err)
 			assert.Equal(t, tc.status, r.Status)
 			assert.GreaterOrEqual(t, r.RetryAfter, tc.min)
@@ -146,7 +149,7 @@ func TestConnectorDoesNotFollowRedirects(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
+	r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL+"/tickets"))
 	require.NoError(t, r.Err)
 	assert.Equal(t, http.StatusFound, r.Status)
 	assert.Zero(t, followed.Load(), "a Location header never chooses where idemgate sends requests")
@@ -174,7 +177,7 @@ func TestConnectorBodyLimit(t *testing.T) {
 				_, _ = w.Write(bytes.Repeat([]byte("a"), tc.size))
 			}))
 			defer srv.Close()
-			r := jobs.NewConnector().Do(context.Background(), postCall(srv.URL))
+			r := downstream.NewConnector().Do(context.Background(), postCall(srv.URL))
 			require.NoError(t, r.Err)
 			assert.Equal(t, http.StatusOK, r.Status)
 			assert.Equal(t, tc.wantErr, r.BodyErr != nil, "BodyErr: %v", r.BodyErr)
@@ -209,7 +212,7 @@ func TestConnectorSendsHeadersAndBody(t *testing.T) {
 	call.Header.Set("Traceparent", "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01")
 	call.Header.Set("Idempotency-Key", "op_1")
 	before := call.Header.Clone()
-	r := jobs.NewConnector().Do(context.Background(), call)
+	r := downstream.NewConnector().Do(context.Background(), call)
 	require.NoError(t, r.Err)
 	assert.Equal(t, http.StatusCreated, r.Status)
 	assert.Equal(t, `{"id":"T-1"}`, string(r.Body))
@@ -242,7 +245,7 @@ func TestConnectorGetSendsNoBody(t *testing.T) {
 		_, _ = io.WriteString(w, `{"found":true}`)
 	}))
 	defer srv.Close()
-	r := jobs.NewConnector().Do(context.Background(), jobs.Call{Method: http.MethodGet, URL: srv.URL, Header: http.Header{}, Timeout: callTimeout})
+	r := downstream.NewConnector().Do(context.Background(), downstream.Call{Method: http.MethodGet, URL: srv.URL, Header: http.Header{}, Timeout: callTimeout})
 	require.NoError(t, r.Err)
 	assert.Equal(t, jobs.Succeeded, classify(r))
 	assert.Equal(t, "", body.Load())
@@ -255,9 +258,9 @@ func TestConnectorNilHeaderDoesNotPanic(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	var r jobs.Response
+	var r downstream.Response
 	require.NotPanics(t, func() {
-		r = jobs.NewConnector().Do(context.Background(), jobs.Call{Method: http.MethodGet, URL: srv.URL, Timeout: callTimeout})
+		r = downstream.NewConnector().Do(context.Background(), downstream.Call{Method: http.MethodGet, URL: srv.URL, Timeout: callTimeout})
 	})
 	assert.Equal(t, http.StatusNoContent, r.Status)
 }
@@ -321,7 +324,7 @@ func (rt *reuseTrace) get() []bool {
 func TestConnectorDoesNotResendPostOnReusedConnection(t *testing.T) {
 	t.Parallel()
 	cs := newClosingServer(t)
-	cn := jobs.NewConnector()
+	cn := downstream.NewConnector()
 	var trace reuseTrace
 	ctx := trace.ctx()
 
@@ -364,4 +367,79 @@ func TestStockClientResendsPostWithIdempotencyKey(t *testing.T) {
 	require.NoError(t, post("/ok"))
 	require.Error(t, post("/drop"))
 	assert.Equal(t, int32(2), cs.drops.Load(), "net/http resent the POST once on a fresh connection")
+}
+
+// tenantSecrets is a TenantSecrets of fixed values.
+type tenantSecrets map[string]string
+
+func (s tenantSecrets) TenantSecret(_ context.Context, tenant, name string) (string, error) {
+	v, ok := s[tenant+"/"+name]
+	if !ok {
+		return "", fmt.Errorf("tenant %q has no secret %q", tenant, name)
+	}
+	return v, nil
+}
+
+// TestConnectorTenantSecret: a {tenant: …} secret is the call's tenant's, reported among the
+// credentials to scrub; a secret the tenant lacks (gone since the call was accepted) means
+// the request is not sent.
+func TestConnectorTenantSecret(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		got.Store(r.Header.Get("X-Api-Key"))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	conn := &catalog.Connection{Name: "payments", Auth: &catalog.Auth{Kind: catalog.AuthHeader, Header: "X-Api-Key",
+		Value: catalog.Secret{Tenant: "payments_key"}}}
+	cn := downstream.New(downstream.Config{TenantSecrets: tenantSecrets{"acme/payments_key": "acme-key-123"}})
+	call := postCall(srv.URL)
+	call.Connection, call.Tenant = conn, "acme"
+	r := cn.Do(context.Background(), call)
+	require.NoError(t, r.Err)
+	assert.Equal(t, "acme-key-123", got.Load())
+	assert.Contains(t, r.Credentials, "acme-key-123")
+
+	call.Tenant = "globex"
+	r = cn.Do(context.Background(), call)
+	assert.Equal(t, jobs.NotSent, classify(r))
+	assert.ErrorIs(t, r.Err, catalog.ErrSecretMissing)
+	assert.Contains(t, r.Err.Error(), `"payments"`)
+	assert.EqualValues(t, 1, calls.Load(), "nothing sent without the secret")
+}
+
+// TestConnectorBasicAuthAndFixedHeaders: basic auth and fixed headers go on the request, and
+// every credential among them (the encoded pair too, which is what a downstream would echo)
+// is reported for scrubbing; a literal fixed header is not a credential.
+func TestConnectorBasicAuthAndFixedHeaders(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Clone())
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	conn := &catalog.Connection{Name: "twilio",
+		Auth: &catalog.Auth{Kind: catalog.AuthBasic, Username: catalog.Secret{Literal: "AC123"}, Password: catalog.Secret{Tenant: "twilio_token"}},
+		Headers: []catalog.FixedHeader{{Name: "X-Version", Value: catalog.Secret{Literal: "2010-04-01"}},
+			{Name: "X-Extra", Value: catalog.Secret{Tenant: "extra"}}}}
+	cn := downstream.New(downstream.Config{TenantSecrets: tenantSecrets{"acme/twilio_token": "tw-secret-987", "acme/extra": "extra-456"}})
+	call := postCall(srv.URL)
+	call.Connection, call.Tenant = conn, "acme"
+	r := cn.Do(context.Background(), call)
+	require.NoError(t, r.Err)
+	h := got.Load().(http.Header)
+	user, pass, ok := (&http.Request{Header: h}).BasicAuth()
+	require.True(t, ok)
+	assert.Equal(t, "AC123", user)
+	assert.Equal(t, "tw-secret-987", pass)
+	assert.Equal(t, "2010-04-01", h.Get("X-Version"))
+	assert.Equal(t, "extra-456", h.Get("X-Extra"))
+	assert.Contains(t, r.Credentials, "tw-secret-987")
+	assert.Contains(t, r.Credentials, "extra-456")
+	assert.Contains(t, r.Credentials, strings.TrimPrefix(h.Get("Authorization"), "Basic "))
+	assert.NotContains(t, r.Credentials, "2010-04-01")
 }

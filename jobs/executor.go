@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/idemgate/idemgate/models"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -43,7 +44,7 @@ func (noMeter) Waited(string)                         {}
 type Executor struct {
 	ledger    *models.Ledger
 	catalog   *catalog.Catalog
-	connector *Connector
+	connector *downstream.Connector
 	worker    string
 	margin    time.Duration
 	meter     Meter
@@ -61,9 +62,10 @@ type Executor struct {
 
 // ExecutorConfig wires an executor.
 type ExecutorConfig struct {
-	Ledger    *models.Ledger
-	Catalog   *catalog.Catalog
-	Connector *Connector
+	Ledger  *models.Ledger
+	Catalog *catalog.Catalog
+	// Connector sends the requests (nil: one that reads tenant secrets from Ledger).
+	Connector *downstream.Connector
 	Worker    string // this process's name on timelines and leases
 	// LeaseMargin is added to a tool's timeout to form a lease (DefaultLeaseMargin if zero).
 	LeaseMargin time.Duration
@@ -84,7 +86,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Connector == nil {
-		cfg.Connector = NewConnector()
+		cfg.Connector = downstream.New(downstream.Config{TenantSecrets: cfg.Ledger})
 	}
 	if cfg.Meter == nil {
 		cfg.Meter = noMeter{}
@@ -243,9 +245,12 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 		return cannotBuild(cd.secrets.Error(err))
 	}
 	resp := e.connector.Do(ctx, call)
+	if resp.Unbuildable != nil {
+		return cannotBuild(cd.secrets.With(resp.Credentials...).Error(resp.Unbuildable))
+	}
 	class := Classify(resp.Status, resp.Wrote, resp.Err, resp.BodyErr)
 	// From here on the answer is scrubbed: nothing recorded, logged or traced shows an echo
-	// of a sensitive param.
+	// of a sensitive param or of a credential.
 	resp = scrubbed(cd.secrets, resp)
 	e.meter.Attempt(tool.Name, string(class), resp.Latency)
 	d := Decide(PolicyInput{
@@ -304,30 +309,40 @@ func downstreamHeaders(op *models.Operation, requestID string) http.Header {
 	return h
 }
 
-func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.Claimed, cd callData) (Call, string, error) {
+func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.Claimed, cd callData) (downstream.Call, string, error) {
 	op := c.Op
 	url, err := tool.RenderURL(cd.tmpl)
 	if err != nil {
-		return Call{}, "", err
+		return downstream.Call{}, "", err
 	}
-	h := downstreamHeaders(op, c.Attempt.ID)
+	h, err := tool.RenderHeaders(cd.tmpl)
+	if err != nil {
+		return downstream.Call{}, "", err
+	}
+	for k, v := range downstreamHeaders(op, c.Attempt.ID) {
+		h[k] = v
+	}
 	traceID := injectTraceparent(ctx, h)
 	if tool.HTTP.IdempotencyHeader != "" {
 		// The same on every attempt of one operation, and on the operation made anew after
 		// the ledger lost its record (SPEC §1).
 		h.Set(tool.HTTP.IdempotencyHeader, op.DownstreamKeySent())
 	}
-	call := Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout}
-	if tool.HTTP.Method != http.MethodGet {
-		call.Body = cd.raw
-	}
+	// The same downstream key goes into the body, where the tool says the downstream reads it.
+	call := downstream.Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout,
+		Body: cd.raw, Encoding: tool.HTTP.Encoding(), KeyAt: tool.KeyParams(), Key: op.DownstreamKeySent(),
+		Connection: tool.HTTP.Connection, Tenant: op.Tenant}
 	return call, traceID, nil
 }
 
-// scrubbed returns r with every sensitive value of the call masked in its body and errors.
-// Classify the outcome first: the scrubbed errors keep only their text.
-func scrubbed(s *catalog.Secrets, r Response) Response {
+// scrubbed returns r with every sensitive value of the call, and every credential the request
+// carried, masked in its body and errors: the one place a downstream's answer is scrubbed
+// before anything is recorded, logged or traced. Classify the outcome first: the scrubbed
+// errors keep only their text.
+func scrubbed(s *catalog.Secrets, r downstream.Response) downstream.Response {
+	s = s.With(r.Credentials...)
 	r.Body, r.Err, r.BodyErr = s.Body(r.Body), s.Error(r.Err), s.Error(r.BodyErr)
+	r.Credentials = nil
 	return r
 }
 
@@ -384,7 +399,7 @@ func reference(result []byte, pointer string) string {
 }
 
 // describe writes the message recorded with a failed or retried attempt.
-func describe(class Class, r Response) string {
+func describe(class Class, r downstream.Response) string {
 	switch {
 	case r.Err != nil && class == NotSent:
 		return "the request was not sent: " + r.Err.Error()
@@ -399,8 +414,12 @@ func describe(class Class, r Response) string {
 	if len(excerpt) > 500 {
 		excerpt = excerpt[:500] + "…"
 	}
-	if excerpt == "" {
-		return fmt.Sprintf("the downstream answered %d", r.Status)
+	answered := fmt.Sprintf("the downstream answered %d", r.Status)
+	if r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+		answered = fmt.Sprintf("the downstream refused the gateway's credentials (%d)", r.Status)
 	}
-	return fmt.Sprintf("the downstream answered %d: %s", r.Status, excerpt)
+	if excerpt == "" {
+		return answered
+	}
+	return answered + ": " + excerpt
 }

@@ -17,23 +17,18 @@ import (
 // the result), or the look-up got no usable answer (nothing sent; retried as a request that
 // was not sent). A 404 means no earlier run took effect: the request is sent.
 func (e *Executor) lookFirst(ctx context.Context, tool *catalog.Tool, c models.Claimed, cd callData) (models.AttemptOutcome, bool) {
-	url, err := tool.RenderReconcileURL(cd.tmpl)
+	resp, failed, traceID, err := e.lookUp(ctx, tool, c.Op, cd, c.Attempt.ID+"-lookup")
 	if err != nil {
 		return cannotBuild(cd.secrets.Error(err)), true
 	}
-	h := downstreamHeaders(c.Op, c.Attempt.ID+"-lookup")
-	traceID := injectTraceparent(ctx, h)
-	resp := e.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
-	failed := resp.Err != nil || resp.BodyErr != nil
-	resp = scrubbed(cd.secrets, resp)
+	result, found, missing := foundIn(tool, resp)
 	switch {
-	case !failed && resp.Status == 404:
+	case !failed && (resp.Status == 404 || missing):
 		e.meter.Probe(tool.Name, ProbeNotFound)
 		return models.AttemptOutcome{}, false
-	case !failed && resp.Status >= 200 && resp.Status < 300:
+	case !failed && found:
 		e.meter.Probe(tool.Name, ProbeFound)
 		e.meter.Attempt(tool.Name, string(Succeeded), resp.Latency)
-		result := asJSON(resp.Body)
 		return models.AttemptOutcome{Class: string(Succeeded), DownstreamStatus: resp.Status, Latency: resp.Latency,
 			TraceID: traceID, To: models.StateSucceeded, Result: result, DownstreamRef: reference(result, tool.HTTP.ResultReference),
 			Note: "nothing sent: the look-up by downstream key found this operation's effect already made; it is the result"}, true

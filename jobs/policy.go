@@ -1,6 +1,6 @@
-// Package jobs executes operations: the HTTP connector, the outcome classifier and retry policy
-// of SPEC §3, the request path that runs the first attempt inline, and the background jobs
-// that keep every operation moving (SPEC §6).
+// Package jobs executes operations: the outcome classifier and retry policy of SPEC §3, the
+// request path that runs the first attempt inline, and the background jobs that keep every
+// operation moving (SPEC §6). The requests themselves are jobs/downstream's.
 package jobs
 
 import (

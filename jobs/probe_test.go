@@ -38,6 +38,12 @@ func TestDecideProbe(t *testing.T) {
 			jobs.ProbeError, models.StateUnknown, now.Add(500 * time.Millisecond), ""},
 		{"500: still unknown", jobs.ProbeInput{Status: 500, SinceUnknown: time.Hour, AttemptsLeft: true},
 			jobs.ProbeError, models.StateUnknown, now.Add(500 * time.Millisecond), ""},
+		{"2xx without the found value inside settle: proves nothing yet", jobs.ProbeInput{Status: 200, Missing: true, SinceUnknown: 0, AttemptsLeft: true},
+			jobs.ProbeNotSettled, models.StateUnknown, now.Add(settle), ""},
+		{"2xx without the found value once settle passed: not executed, retried", jobs.ProbeInput{Status: 200, Missing: true, SinceUnknown: settle, AttemptsLeft: true},
+			jobs.ProbeNotFound, models.StatePending, time.Time{}, ""},
+		{"2xx without the found value, no attempts left", jobs.ProbeInput{Status: 200, Missing: true, SinceUnknown: time.Hour},
+			jobs.ProbeNotFound, models.StateFailedFinal, time.Time{}, models.ErrorRetriesExhausted},
 		{"no answer: still unknown", jobs.ProbeInput{Failed: true, SinceUnknown: time.Hour, AttemptsLeft: true},
 			jobs.ProbeError, models.StateUnknown, now.Add(500 * time.Millisecond), ""},
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/idemgate/idemgate/models"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -192,30 +193,27 @@ func probeRequestID(op *models.Operation) string {
 
 func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Operation) models.ProbeOutcome {
 	cd, err := r.exec.callData(tool, op)
-	var url string
+	// The settle window is measured when the downstream is asked, not when its answer
+	// arrives: a "not found" describes the downstream as it was when the question left, and a
+	// question asked inside the window proves nothing however late its answer comes.
+	asked := r.exec.now()
+	var resp downstream.Response
+	failed := false
 	if err == nil {
-		url, err = tool.RenderReconcileURL(cd.tmpl)
+		resp, failed, _, err = r.exec.lookUp(ctx, tool, op, cd, probeRequestID(op))
 	}
 	if err != nil {
 		return models.ProbeOutcome{Outcome: ProbeError, Error: "cannot build the look-up: " + cd.secrets.Text(err.Error()),
 			To: models.StateUnknown, NextProbeAt: r.exec.now().Add(probeMax)}
 	}
-	h := downstreamHeaders(op, probeRequestID(op))
-	injectTraceparent(ctx, h)
-	// The settle window is measured when the downstream is asked, not when its answer
-	// arrives: a "not found" describes the downstream as it was when the question left, and a
-	// question asked inside the window proves nothing however late its answer comes.
-	asked := r.exec.now()
-	resp := r.exec.connector.Do(ctx, Call{Method: tool.Reconcile.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout})
-	failed := resp.Err != nil || resp.BodyErr != nil
-	resp = scrubbed(cd.secrets, resp) // what is recorded of the answer never shows a secret
+	result, _, missing := foundIn(tool, resp)
 
 	now := r.exec.now()
 	since := time.Duration(0)
 	if op.UnknownSince != nil {
 		since = asked.Sub(*op.UnknownSince)
 	}
-	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: failed, SinceUnknown: since,
+	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: failed, Missing: missing, SinceUnknown: since,
 		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,
 		Now: now, Jitter: rand.Float64()})
 	r.exec.meter.Probe(tool.Name, d.Outcome)
@@ -228,7 +226,7 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 	}
 	switch d.To {
 	case models.StateSucceeded:
-		out.Result = asJSON(resp.Body)
+		out.Result = result
 		out.DownstreamRef = reference(out.Result, tool.HTTP.ResultReference)
 	case models.StateFailedFinal:
 		out.ErrorMessage = "reconciled: the downstream has no record of the operation, and no attempts remain"

@@ -36,6 +36,9 @@ type SubmitResult struct {
 // first attempt inline when it is new and needs no approval, and waits up to req.Wait for it
 // to become terminal. A duplicate never executes anything: it waits on the same operation.
 func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	if err := e.checkTenantSecrets(ctx, req); err != nil {
+		return SubmitResult{}, err
+	}
 	in, err := e.newOperation(req.Caller.Tenant, req.Key, req.Tool, req.Params)
 	if err != nil {
 		return SubmitResult{}, err
@@ -73,6 +76,39 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	case <-ctx.Done():
 	}
 	return SubmitResult{Op: &snapshot, Created: true}, nil
+}
+
+// checkTenantSecrets refuses a new key whose tool needs a {tenant: …} secret the tenant has not
+// set (SPEC §4a): nothing is recorded, nothing is sent. A known key is answered as usual, by
+// Submit: a replay needs no downstream. A key recorded between this look-up and Submit's
+// would have been refused here too, and a retry with it then replays.
+func (e *Executor) checkTenantSecrets(ctx context.Context, req SubmitRequest) error {
+	needs := req.Tool.TenantSecrets()
+	if len(needs) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(needs))
+	for _, n := range needs {
+		names = append(names, n.Secret)
+	}
+	tenant := req.Caller.Tenant
+	missing, err := e.ledger.MissingTenantSecrets(ctx, tenant, names)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	if _, err := e.ledger.GetByKey(ctx, tenant, req.Key); err == nil {
+		return nil
+	} else if models.ErrorCode(err) != models.CodeNotFound {
+		return err
+	}
+	for _, n := range needs {
+		if n.Secret == missing[0] {
+			return models.Errorf(models.CodeConnectionNotConfigured,
+				"connection %q needs the tenant secret %q, which tenant %q has not set (idemgate secret set --tenant %s %s); nothing was recorded",
+				n.Connection, n.Secret, tenant, tenant, n.Secret)
+		}
+	}
+	return nil
 }
 
 // newOperation is the ledger's record of a call of tool with canonical params under the

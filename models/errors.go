@@ -30,6 +30,9 @@ const (
 	CodeNotCancellable Code = "not_cancellable"
 	// CodeNotCompensable: the operation cannot be compensated (not SUCCEEDED, no template).
 	CodeNotCompensable Code = "not_compensable"
+	// CodeConnectionNotConfigured: the tool's connection needs a tenant secret the tenant has
+	// not set (SPEC §4a); nothing was recorded.
+	CodeConnectionNotConfigured Code = "connection_not_configured"
 	// CodeUnavailable: the database could not be reached or answered unexpectedly. Callers
 	// fail closed: nothing may be executed on an answer the ledger could not give.
 	CodeUnavailable Code = "unavailable"
@@ -76,6 +79,10 @@ func ErrorOperation(err error) *Operation {
 	}
 	return nil
 }
+
+// Errorf returns a ledger error of code, for the layers that decide a refusal of their own
+// in the ledger's terms (jobs: a tenant without its connection's secret).
+func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }
 
 func errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -247,6 +247,17 @@ CREATE TABLE bulk_decision_items (
 	PRIMARY KEY (bulk_id, seq)
 );
 `},
+	// Tenant secrets ({tenant: NAME} in a connection, SPEC §4a): sealed under the data key,
+	// bound to the tenant and the name, never stored in clear.
+	{14, "tenant secrets", `
+CREATE TABLE tenant_secrets (
+	tenant TEXT NOT NULL REFERENCES tenants(name),
+	name   TEXT NOT NULL,
+	sealed TEXT NOT NULL,
+	set_at {{ts}} NOT NULL,
+	PRIMARY KEY (tenant, name)
+);
+`},
 	// People by their stable user id (Person): a claim's holder and a bulk decision's owner,
 	// beside the actor (user:<email>) kept for people to read. Rows from before are compared
 	// by actor.

@@ -72,10 +72,12 @@ type Rotation struct {
 	Sealed   int // kept in clear (recorded without a data key), now sealed
 	// LedgerKey: the ledger's own key was sealed anew (see LedgerKey).
 	LedgerKey bool
+	// TenantSecrets: tenant secrets sealed under an older key, now under the current one.
+	TenantSecrets int
 }
 
 // RotateDataKeys seals everything that needs it under the current data key: the ledger's own
-// key, and every stored params value sealed under an older key or, for tools with sensitive
+// key, the tenant secrets, and every stored params value sealed under an older key or, for tools with sensitive
 // params (mask says which), kept in clear. It works in batches of batch rows, each one
 // transaction, and each row is changed only if it still holds what was read (retention may
 // drop it meanwhile). It can be run again; it finds nothing left to do.
@@ -86,6 +88,9 @@ func (l *Ledger) RotateDataKeys(ctx context.Context, mask Masker, batch int) (Ro
 	}
 	var err error
 	if r.LedgerKey, err = resealLedgerKey(l.scope(ctx), l.data); err != nil {
+		return r, err
+	}
+	if r.TenantSecrets, err = l.resealTenantSecrets(ctx); err != nil {
 		return r, err
 	}
 	after := ""

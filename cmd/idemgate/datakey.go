@@ -58,7 +58,7 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if keys == nil {
 		return fmt.Errorf("IDEMGATE_DATA_KEY is not set: set it to the key to seal with (idemgate datakey generate makes one), and list the previous ones in IDEMGATE_DATA_KEYS_OLD")
 	}
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox")
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv)
 	if err != nil {
 		return err
 	}
@@ -76,11 +76,14 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if r.LedgerKey {
 		fmt.Fprint(env.stdout, "; the ledger's key sealed anew")
 	}
+	if r.TenantSecrets > 0 {
+		fmt.Fprintf(env.stdout, "; %d tenant secrets re-encrypted", r.TenantSecrets)
+	}
 	fmt.Fprintln(env.stdout)
 	// A rotation re-encrypts in batches, each its own transaction: its audit entry follows
 	// the last one, and says what was done even if a later run must finish the work.
 	if _, err := l.Audit(ctx, models.AuditInput{Actor: models.ActorCLI, Outcome: models.OutcomeOK, Action: models.AuditDataKeyRotate,
-		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed, "ledger_key": r.LedgerKey}}); err != nil {
+		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed, "ledger_key": r.LedgerKey, "tenant_secrets": r.TenantSecrets}}); err != nil {
 		return fmt.Errorf("the keys were rotated, but the audit entry could not be written: %w", err)
 	}
 	return nil

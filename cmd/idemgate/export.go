@@ -46,7 +46,7 @@ func (env *environment) export(ctx context.Context, args []string) error {
 	if filter.State != "" && !filter.State.Valid() {
 		return fmt.Errorf("invalid --state %q: want one of %v", *state, models.States)
 	}
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox")
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,10 @@ Usage:
   idemgate webhook create --tenant T --url U --events a,b [--allow-private]
                                                           subscribe a URL; prints the signing secret once
   idemgate webhook list [--tenant T] | webhook delete ID
+  idemgate secret set --tenant T NAME                     a tenant's secret for its connections' {tenant: NAME}
+                                                          (value: first line of standard input; needs IDEMGATE_DATA_KEY)
+  idemgate secret list [--tenant T] | secret delete --tenant T NAME
+                                                          names and when each was set, never values
   idemgate datakey generate                               print a new data key for IDEMGATE_DATA_KEY
   idemgate datakey rotate [--tools FILE]                  seal every stored sensitive value under
                                                           IDEMGATE_DATA_KEY (old keys in IDEMGATE_DATA_KEYS_OLD)
@@ -106,6 +110,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.webhook(ctx, args[1:])
 	case "datakey":
 		return env.datakey(ctx, args[1:])
+	case "secret":
+		return env.secret(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -121,7 +121,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		}
 		defer metricsLn.Close()
 	}
-	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox")
+	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox", env.getenv)
 	if err != nil {
 		return err
 	}
@@ -208,11 +208,11 @@ func keepFor(d time.Duration) time.Duration {
 	return d
 }
 
-func loadCatalog(file, sandboxURL string) (*catalog.Catalog, error) {
+func loadCatalog(file, sandboxURL string, getenv func(string) string) (*catalog.Catalog, error) {
 	if file == "" {
 		return catalog.Demo(sandboxURL), nil
 	}
-	return catalog.LoadFile(file)
+	return catalog.LoadFileWith(file, catalog.Options{Getenv: getenv})
 }
 
 // demoKeySetting keeps the demo API key so a restarted demo can print it again. Only the demo

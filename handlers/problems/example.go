@@ -28,6 +28,7 @@ var exampleDetails = map[string]string{
 	OperationAwaitingApproval: "The operation is waiting for a reviewer's approval.",
 	IdempotencyKeyMismatch:    "This key was first used with different params.",
 	IdempotencyKeyExpired:     "This key's record has passed its retention; the operation ended SUCCEEDED.",
+	ConnectionNotConfigured:   `connection "stripe" needs the tenant secret "stripe_key", which tenant "acme" has not set; nothing was recorded`,
 	LedgerUnavailable:         "The ledger cannot be reached; nothing was recorded.",
 	RateLimited:               "Too many requests for this principal.",
 	NotFound:                  "No operation has this id.",

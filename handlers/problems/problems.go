@@ -32,6 +32,7 @@ const (
 	OperationAwaitingApproval = "operation-awaiting-approval"
 	IdempotencyKeyMismatch    = "idempotency-key-mismatch"
 	IdempotencyKeyExpired     = "idempotency-key-expired"
+	ConnectionNotConfigured   = "connection-not-configured"
 	LedgerUnavailable         = "ledger-unavailable"
 	RateLimited               = "rate-limited"
 	NotFound                  = "not-found"
@@ -267,6 +268,19 @@ var table = []Type{
 		WhatToDo: "Treat `state` as the outcome of the original action: `SUCCEEDED` means it took " +
 			"effect. Do not reuse this key. Only if you have decided, knowing that outcome, to perform " +
 			"the action again as a new logical action, send it with a new key.",
+	},
+	{
+		Slug:   ConnectionNotConfigured,
+		Status: http.StatusUnprocessableEntity,
+		Title:  "Connection not configured for your tenant",
+		Explanation: "The tool calls its downstream through a connection that presents a credential of " +
+			"your tenant's own (a `{tenant: …}` secret in the tools file), and your tenant has not set " +
+			"it. The problem's detail names the connection and the secret, never a value. The key was " +
+			"new, so nothing was recorded and nothing was sent: the key is still unused.",
+		WhatToDo: "Ask an admin of the gateway to set the secret for your tenant " +
+			"(`idemgate secret set --tenant <tenant> <name>`, the value on standard input), then resend " +
+			"the same request with the same `Idempotency-Key`. Repeating it before the secret is set " +
+			"fails the same way.",
 	},
 	{
 		Slug:   LedgerUnavailable,

@@ -28,6 +28,7 @@ var spec = map[string]int{
 	problems.OperationAwaitingApproval: 409,
 	problems.IdempotencyKeyMismatch:    422,
 	problems.IdempotencyKeyExpired:     410,
+	problems.ConnectionNotConfigured:   422, // SPEC §4a
 	problems.LedgerUnavailable:         503,
 	problems.RateLimited:               429,
 	problems.NotFound:                  404,

@@ -132,6 +132,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if cfg.DataKeys == nil {
+		// Tenant secrets are sealed under the data key: without one, none can be read.
+		if err := cat.NeedsDataKey(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.DataKeys == nil {
 		if names := sensitiveTools(cat); len(names) > 0 {
 			log.Warn("IDEMGATE_DATA_KEY is not set: the sensitive params of these tools are stored in clear in the ledger until retention drops them; set it to seal them (AES-256-GCM)",
 				"tools", names)

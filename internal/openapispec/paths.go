@@ -60,7 +60,8 @@ func createOperation() obj {
 			code(410), problemResponse(nil, problems.IdempotencyKeyExpired),
 			code(413), problemResponse(nil, problems.BodyTooLarge),
 			code(415), problemResponse(nil, problems.UnsupportedMediaType),
-			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch),
+			code(422), problemResponse(nil, problems.IdempotencyKeyReserved, problems.IdempotencyKeyMismatch,
+				problems.ConnectionNotConfigured),
 		))
 }
 

@@ -56,17 +56,48 @@ type Tool struct {
 // HTTPSpec says how to call the downstream for one attempt.
 type HTTPSpec struct {
 	Method            string
-	URL               string // a text/template over TemplateData
+	URL               string // a text/template over TemplateData; absolute (base_url joined)
 	Timeout           time.Duration
 	IdempotencyHeader string // "" when the downstream does not honour keys
 	ResultReference   string // JSON pointer into the 2xx body, "" for none
+	// Connection is the connection the tool's requests go through (SPEC §4a), nil for none.
+	Connection *Connection
+	// Body is how the params are sent: BodyJSON, BodyForm, BodyNone, or "" for the default
+	// (see Encoding).
+	Body string
+	// Headers are templated headers (over TemplateData, like URLs), sorted by name.
+	Headers []HeaderTemplate
+	// IdempotencyParam is a JSON pointer into the body where the downstream key is written for
+	// a downstream that deduplicates by it; ReferenceParam one where it is written only so a
+	// reconcile can search for it. "" for none.
+	IdempotencyParam string
+	ReferenceParam   string
 }
+
+// HeaderTemplate is one templated header of a tool's request.
+type HeaderTemplate struct {
+	Name string
+	tmpl *compiledTemplate
+}
+
+// Body encodings (SPEC §4a).
+const (
+	BodyJSON = "json"
+	BodyForm = "form"
+	BodyNone = "none"
+)
 
 // ReconcileSpec says how to ask the downstream whether an operation took effect.
 type ReconcileSpec struct {
 	Method string
 	URL    string // a text/template over TemplateData
 	Settle time.Duration
+	// Connection is the connection the look-up goes through: the tool's unless it names
+	// another.
+	Connection *Connection
+	// Found is a JSON pointer that must hold a value in a 2xx answer for it to count as
+	// found; that value is then the result. "" for any 2xx.
+	Found string
 }
 
 // RetryPolicy bounds automatic retries. MaxAttempts counts the first attempt.
@@ -93,7 +124,49 @@ type CompensationSpec struct {
 // RetrySafe reports whether an ambiguous attempt of this tool may be repeated: the effect is
 // harmless to repeat, or the downstream deduplicates on the key idemgate sends.
 func (t *Tool) RetrySafe() bool {
-	return t.Effect == EffectRead || t.Effect == EffectIdempotent || t.HTTP.IdempotencyHeader != ""
+	return t.Effect == EffectRead || t.Effect == EffectIdempotent || t.HonoursKey()
+}
+
+// HonoursKey reports whether the downstream deduplicates by the downstream key idemgate sends,
+// in a header or a body field (SPEC §3).
+func (t *Tool) HonoursKey() bool {
+	return t.HTTP.IdempotencyHeader != "" || t.HTTP.IdempotencyParam != ""
+}
+
+// KeyParams are the body pointers where the downstream key is written.
+func (t *Tool) KeyParams() []string {
+	var out []string
+	for _, p := range []string{t.HTTP.IdempotencyParam, t.HTTP.ReferenceParam} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TenantSecrets names the {tenant: …} secrets a call of the tool needs, with the connection
+// that needs each (its own and its reconcile's).
+func (t *Tool) TenantSecrets() []ConnectionSecret {
+	var out []ConnectionSecret
+	conns := []*Connection{t.HTTP.Connection}
+	if t.Reconcile != nil && t.Reconcile.Connection != t.HTTP.Connection {
+		conns = append(conns, t.Reconcile.Connection)
+	}
+	for _, c := range conns {
+		if c == nil {
+			continue
+		}
+		for _, name := range c.TenantSecrets() {
+			out = append(out, ConnectionSecret{Connection: c.Name, Secret: name})
+		}
+	}
+	return out
+}
+
+// ConnectionSecret is a tenant secret a connection needs.
+type ConnectionSecret struct {
+	Connection string
+	Secret     string
 }
 
 // TemplateData is what URL and compensation templates may refer to.
@@ -111,8 +184,9 @@ type TemplateData struct {
 // Catalog is the validated set of tools, in file order. It is immutable after Load, so it is safe
 // for concurrent use; callers must not modify the Tools it hands out.
 type Catalog struct {
-	tools  []*Tool
-	byWire map[string]*Tool // keyed by the "__" spelling, which is unique per tool
+	tools       []*Tool
+	connections []*Connection
+	byWire      map[string]*Tool // keyed by the "__" spelling, which is unique per tool
 }
 
 // FunctionName is the tool's name with each "." written "__", the spelling required by formats

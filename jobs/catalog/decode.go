@@ -33,12 +33,19 @@ type rawHTTP struct {
 	Timeout           string `yaml:"timeout"`
 	IdempotencyHeader string `yaml:"idempotency_header"`
 	ResultReference   string `yaml:"result_reference"`
+	Connection        string `yaml:"connection"`
+	Body              string `yaml:"body"`
+	Headers           any    `yaml:"headers"`
+	IdempotencyParam  string `yaml:"idempotency_param"`
+	ReferenceParam    string `yaml:"reference_param"`
 }
 
 type rawReconcile struct {
-	Method string `yaml:"method"`
-	URL    string `yaml:"url"`
-	Settle string `yaml:"settle"`
+	Method     string `yaml:"method"`
+	URL        string `yaml:"url"`
+	Settle     string `yaml:"settle"`
+	Connection string `yaml:"connection"`
+	Found      string `yaml:"found"`
 }
 
 type rawRetry struct {

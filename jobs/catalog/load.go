@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 )
@@ -40,27 +41,52 @@ func (e *FileError) Error() string {
 // Unwrap returns the underlying problem.
 func (e *FileError) Unwrap() error { return e.Err }
 
-// LoadFile reads and validates the tools file at path; see Load.
+// LoadFile reads and validates the tools file at path; see Load. Relative paths in it (TLS
+// files, {file: …} secrets) are relative to the file's directory.
 func LoadFile(path string) (*Catalog, error) {
+	return LoadFileWith(path, Options{})
+}
+
+// LoadFileWith is LoadFile with options.
+func LoadFileWith(path string, opts Options) (*Catalog, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tools file: %w", err)
 	}
-	return Load(data)
+	if opts.Dir == "" {
+		opts.Dir = filepath.Dir(path)
+	}
+	return LoadWith(data, opts)
+}
+
+// Options are what loading a tools file reads besides the file.
+type Options struct {
+	// Getenv reads the {env: …} secrets (os.Getenv if nil). They are read once, at load.
+	Getenv func(string) string
+	// Dir is what relative paths are relative to ("" for the working directory).
+	Dir string
 }
 
 // Load parses the YAML tools file (SPEC §4), validates every tool, applies the defaults and
 // compiles schemas and templates once, so nothing about a tool can fail later for reasons the
 // file alone decides. The error names the tool and the field of every problem found.
 func Load(data []byte) (*Catalog, error) {
-	items, err := toolNodes(data)
+	return LoadWith(data, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(data []byte, opts Options) (*Catalog, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	items, connItems, err := toolNodes(data)
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
+	conns, errs := buildConnections(connItems, connectionChecks{getenv: opts.Getenv, dir: opts.Dir})
 	tools := make([]*Tool, 0, len(items))
 	for i, node := range items {
-		t, terrs := buildTool(node, i+1)
+		t, terrs := buildTool(node, i+1, conns)
 		errs = append(errs, terrs...)
 		if t != nil {
 			t.memo = newParamsMemo()
@@ -74,55 +100,105 @@ func Load(data []byte) (*Catalog, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	for _, node := range connItems {
+		if n := mappingValue(node, "name"); n != nil {
+			if conn, ok := conns[n.Value]; ok {
+				c.connections = append(c.connections, conn)
+			}
+		}
+	}
 	return c, nil
 }
 
-// toolNodes returns the items of the top-level "tools" list, rejecting any other top-level field.
-func toolNodes(data []byte) ([]*yaml.Node, error) {
+// buildConnections decodes and validates the connections, indexed by name.
+func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Connection, []error) {
+	conns := make(map[string]*Connection, len(items))
+	var errs []error
+	for i, node := range items {
+		var raw rawConnection
+		if err := decodeStrict(node, &raw); err != nil {
+			name := ""
+			if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode {
+				name = n.Value
+			}
+			ce := &ConnectionError{Connection: name, Index: i + 1, Err: err}
+			var pe *pathError
+			if errors.As(err, &pe) {
+				ce.Field, ce.Err = pe.path, pe.err
+			}
+			errs = append(errs, ce)
+			continue
+		}
+		c, cerrs := buildConnection(&raw, i+1, chk)
+		if _, dup := conns[raw.Name]; dup && raw.Name != "" {
+			cerrs = append(cerrs, &ConnectionError{Connection: raw.Name, Index: i + 1, Field: "name", Err: errors.New("declared twice")})
+		}
+		errs = append(errs, cerrs...)
+		if len(cerrs) == 0 {
+			conns[c.Name] = c
+		} else if raw.Name != "" {
+			conns[raw.Name] = nil // known, but broken: its tools are not blamed for an unknown name
+		}
+	}
+	return conns, errs
+}
+
+// toolNodes returns the items of the top-level "tools" and "connections" lists, rejecting
+// any other top-level field.
+func toolNodes(data []byte) ([]*yaml.Node, []*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &FileError{Err: errors.New("empty file")}
+			return nil, nil, &FileError{Err: errors.New("empty file")}
 		}
-		return nil, &FileError{Err: fmt.Errorf("invalid YAML: %w", err)}
+		return nil, nil, &FileError{Err: fmt.Errorf("invalid YAML: %w", err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &FileError{Err: errors.New("more than one YAML document")}
+		return nil, nil, &FileError{Err: errors.New("more than one YAML document")}
 	}
 	if len(doc.Content) == 0 {
-		return nil, &FileError{Err: errors.New("empty file")}
+		return nil, nil, &FileError{Err: errors.New("empty file")}
 	}
 	root := resolveAlias(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return nil, &FileError{Err: fmt.Errorf("expected a mapping with a tools list, got %s", describeNode(root))}
+		return nil, nil, &FileError{Err: fmt.Errorf("expected a mapping with a tools list, got %s", describeNode(root))}
 	}
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
 		switch {
-		case k.Value != "tools":
-			return nil, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
-		case i > 0:
-			return nil, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
+		case k.Value != "tools" && k.Value != "connections":
+			return nil, nil, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
+		case seen[k.Value]:
+			return nil, nil, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
 		}
+		seen[k.Value] = true
+	}
+	var conns []*yaml.Node
+	if cl := mappingValue(root, "connections"); cl != nil && !isNull(cl) {
+		if cl.Kind != yaml.SequenceNode {
+			return nil, nil, &FileError{Field: "connections", Err: fmt.Errorf("expected a list, got %s", describeNode(cl))}
+		}
+		conns = cl.Content
 	}
 	list := mappingValue(root, "tools")
 	if list == nil || isNull(list) {
-		return nil, &FileError{Field: "tools", Err: errors.New("required")}
+		return nil, nil, &FileError{Field: "tools", Err: errors.New("required")}
 	}
 	if list.Kind != yaml.SequenceNode {
-		return nil, &FileError{Field: "tools", Err: fmt.Errorf("expected a list, got %s", describeNode(list))}
+		return nil, nil, &FileError{Field: "tools", Err: fmt.Errorf("expected a list, got %s", describeNode(list))}
 	}
 	if len(list.Content) == 0 {
-		return nil, &FileError{Field: "tools", Err: errors.New("no tools declared")}
+		return nil, nil, &FileError{Field: "tools", Err: errors.New("no tools declared")}
 	}
-	return list.Content, nil
+	return list.Content, conns, nil
 }
 
 // buildTool decodes and validates one tool. It returns the tool only when it has no errors.
-func buildTool(node *yaml.Node, index int) (*Tool, []error) {
-	ec := &collector{index: index, line: resolveAlias(node).Line}
+func buildTool(node *yaml.Node, index int, conns map[string]*Connection) (*Tool, []error) {
+	ec := &collector{index: index, line: resolveAlias(node).Line, conns: conns}
 	if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode && nameRE.MatchString(n.Value) {
 		ec.tool = n.Value // label errors with the name as soon as it is usable
 	}
@@ -191,6 +267,7 @@ type collector struct {
 	index int
 	line  int
 	errs  []error
+	conns map[string]*Connection // the file's connections; nil for a broken one
 }
 
 func (c *collector) add(field string, err error) {

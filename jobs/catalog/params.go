@@ -64,6 +64,7 @@ func (t *Tool) ValidateParams(params any) (errs []ParamError) {
 			errs = []ParamError{{Pointer: "", Message: "params are not valid JSON values"}}
 		}
 	}()
+	errs = append(errs, t.keyParamErrors(params)...)
 	err := t.Schema.Validate(params)
 	if err == nil {
 		return errs

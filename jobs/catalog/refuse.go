@@ -47,6 +47,14 @@ func checkServable(t *Tool, ec *collector) {
 			}
 		}
 	}
+	for _, h := range t.HTTP.Headers {
+		for _, ref := range h.paramRefs() {
+			if ptr, ok := sensitiveOverlap(t.SensitiveParams, ref); ok {
+				ec.addf("http.headers."+h.Name, "{{.Params.%s}} would put the sensitive param %s into a header; send it in the body instead",
+					strings.Join(ref, "."), ptr)
+			}
+		}
+	}
 }
 
 // paramRefs returns the path below .Params of every param the template refers to.

@@ -23,6 +23,7 @@ const MinSecretLen = 4
 // logged or traced, so no reader of the ledger ever sees an echo. A nil *Secrets scrubs
 // nothing and costs nothing.
 type Secrets struct {
+	values   []string // as given
 	forms    []string // every searched form, longest first
 	replacer *strings.Replacer
 }
@@ -76,7 +77,20 @@ func newSecrets(values []string) *Secrets {
 	for _, f := range forms {
 		pairs = append(pairs, f, Masked)
 	}
-	return &Secrets{forms: forms, replacer: strings.NewReplacer(pairs...)}
+	return &Secrets{values: values, forms: forms, replacer: strings.NewReplacer(pairs...)}
+}
+
+// With returns s with more values to scrub (a connection's credentials, SPEC §4a): they are
+// masked exactly as a sensitive param's echo is. s itself is unchanged; nil is fine.
+func (s *Secrets) With(values ...string) *Secrets {
+	if len(values) == 0 {
+		return s
+	}
+	var all []string
+	if s != nil {
+		all = append(all, s.values...)
+	}
+	return newSecrets(append(all, values...))
 }
 
 func appendLeaves(dst []string, v any) []string {

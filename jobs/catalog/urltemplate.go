@@ -153,7 +153,7 @@ func checkRendered(s, scheme, host string) error {
 // knows of, where sending again would repeat it. Downstreams that honour keys deduplicate by
 // themselves, and tools whose look-up names the operation id cannot find it.
 func (t *Tool) ChecksBeforeSending() bool {
-	if t.Effect != EffectWrite || t.HTTP.IdempotencyHeader != "" || t.Reconcile == nil {
+	if t.Effect != EffectWrite || t.HonoursKey() || t.Reconcile == nil {
 		return false
 	}
 	ut := t.reconcileTmpl

@@ -89,13 +89,19 @@ func validateHTTP(t *Tool, raw *rawHTTP, ec *collector) {
 		return
 	}
 	t.HTTP.Method = method(ec, "http.method", raw.Method, DefaultMethod, httpMethods)
+	t.HTTP.Connection = ec.connection("http.connection", raw.Connection)
 	if raw.URL == "" {
 		ec.addf("http.url", "required")
-	} else if tmpl, err := parseURLTemplate(raw.URL); err != nil {
+	} else if src, err := joinBase(t.HTTP.Connection, raw.URL, raw.Connection); err != nil {
+		ec.add("http.url", err)
+	} else if src == "" {
+		// the connection's own problems say why
+	} else if tmpl, err := parseURLTemplate(src); err != nil {
 		ec.add("http.url", err)
 	} else {
-		t.HTTP.URL, t.urlTmpl = raw.URL, tmpl
+		t.HTTP.URL, t.urlTmpl = src, tmpl
 	}
+	validateShape(t, raw, ec)
 	t.HTTP.Timeout = duration(ec, "http.timeout", raw.Timeout, DefaultTimeout, func(d time.Duration) error {
 		if d <= 0 || d > MaxTimeout {
 			return fmt.Errorf("must be more than 0 and at most %s", MaxTimeout)
@@ -125,13 +131,31 @@ func validateReconcile(t *Tool, raw *rawReconcile, ec *collector) {
 	if raw == nil {
 		return
 	}
-	r := &ReconcileSpec{Method: method(ec, "reconcile.method", raw.Method, DefaultReconcileMethod, reconcileMethods)}
+	r := &ReconcileSpec{Method: method(ec, "reconcile.method", raw.Method, DefaultReconcileMethod, reconcileMethods),
+		Connection: t.HTTP.Connection}
+	named := raw.Connection
+	if named != "" {
+		r.Connection = ec.connection("reconcile.connection", named)
+	} else if t.HTTP.Connection != nil {
+		named = t.HTTP.Connection.Name
+	}
 	if raw.URL == "" {
 		ec.addf("reconcile.url", "required")
-	} else if tmpl, err := parseURLTemplate(raw.URL); err != nil {
+	} else if src, err := joinBase(r.Connection, raw.URL, named); err != nil {
+		ec.add("reconcile.url", err)
+	} else if src == "" {
+		// the connection's own problems say why
+	} else if tmpl, err := parseURLTemplate(src); err != nil {
 		ec.add("reconcile.url", err)
 	} else {
-		r.URL, t.reconcileTmpl = raw.URL, tmpl
+		r.URL, t.reconcileTmpl = src, tmpl
+	}
+	if p := raw.Found; p != "" {
+		if _, err := parsePointer(p); err != nil {
+			ec.addf("reconcile.found", "invalid JSON pointer %q: %v", p, err)
+		} else {
+			r.Found = p
+		}
 	}
 	r.Settle = duration(ec, "reconcile.settle", raw.Settle, 0, nonNegative)
 	t.Reconcile = r
