@@ -461,23 +461,17 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 	totals := map[string]*big.Int{}
 	for i := range p.Rows {
 		r := &p.Rows[i]
-		tool, known := h.Catalog.Get(r.Tool)
 		params, ok := stored[r.ID]
-		if !known || !ok {
+		if !ok {
 			continue
 		}
-		masked, err := tool.MaskCanonical([]byte(params))
-		if err != nil {
-			continue
-		}
-		if s, ok := tool.Summary(masked, r.Key, r.Tenant); ok {
-			r.Summary = shorten(s, 160)
-		}
-		if n, cur, ok := tool.Amount(masked); ok {
-			if totals[cur] == nil {
-				totals[cur] = new(big.Int)
+		st := stakesFor(h.Catalog, r.Tool, &params, r.Key, r.Tenant)
+		r.Summary = shorten(st.Summary, 160)
+		if st.Minor != nil {
+			if totals[st.Currency] == nil {
+				totals[st.Currency] = new(big.Int)
 			}
-			totals[cur].Add(totals[cur], n)
+			totals[st.Currency].Add(totals[st.Currency], st.Minor)
 			p.Priced++
 		}
 	}

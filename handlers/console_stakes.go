@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"math/big"
+
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 )
@@ -10,28 +12,37 @@ import (
 // and the downstream system it reaches. Empty members are unknown.
 type stakes struct {
 	Summary, Amount, Downstream string
+	// Minor and Currency are the amount as a number, for totals; Minor is nil without one.
+	Minor    *big.Int
+	Currency string
 }
 
 // stakesOf reads op's stakes with its tool's rules; nothing when the tool is no longer in the
 // catalogue (its masking is unknown) or the params are gone.
 func stakesOf(cat *catalog.Catalog, op *models.Operation) stakes {
-	tool, known := cat.Get(op.Tool)
+	return stakesFor(cat, op.Tool, op.Params, op.Key, op.Tenant)
+}
+
+// stakesFor reads the stakes of a call of toolName with params as stored (nil when purged),
+// under key for tenant: the one reading for the operation page and bulk decisions.
+func stakesFor(cat *catalog.Catalog, toolName string, params *string, key, tenant string) stakes {
+	tool, known := cat.Get(toolName)
 	if !known {
 		return stakes{}
 	}
 	s := stakes{Downstream: tool.Downstream()}
-	if op.Params == nil {
+	if params == nil {
 		return s
 	}
-	masked, err := tool.MaskCanonical([]byte(*op.Params))
+	masked, err := tool.MaskCanonical([]byte(*params))
 	if err != nil {
 		return s
 	}
-	if text, ok := tool.Summary(masked, op.Key, op.Tenant); ok {
+	if text, ok := tool.Summary(masked, key, tenant); ok {
 		s.Summary = text
 	}
 	if n, cur, ok := tool.Amount(masked); ok {
-		s.Amount = catalog.Money(n.String(), cur)
+		s.Amount, s.Minor, s.Currency = catalog.Money(n.String(), cur), n, cur
 	}
 	return s
 }

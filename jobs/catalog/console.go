@@ -112,16 +112,22 @@ func (t *Tool) Summary(maskedParams []byte, key, tenant string) (string, bool) {
 	if t.summary == nil {
 		return "", false
 	}
-	data := TemplateData{Key: key, Tenant: tenant}
-	dec := json.NewDecoder(bytes.NewReader(maskedParams))
-	dec.UseNumber()
-	if err := dec.Decode(&data.Params); err != nil {
+	data, ok := summaryData(maskedParams, key, tenant)
+	if !ok {
 		return "", false
 	}
 	var sb strings.Builder
 	for _, p := range t.summary.parts {
 		if p.field == nil {
 			sb.WriteString(p.text)
+			continue
+		}
+		if p.money {
+			amount, cur, ok := moneyOf(&data, p)
+			if !ok {
+				return "", false
+			}
+			sb.WriteString(Money(amount, cur))
 			continue
 		}
 		v, err := lookup(&data, p.field)
@@ -132,20 +138,29 @@ func (t *Tool) Summary(maskedParams []byte, key, tenant string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		if p.money {
-			c, err := lookup(&data, p.currency)
-			if err != nil {
-				return "", false
-			}
-			cur, err := scalarString(c)
-			if err != nil {
-				return "", false
-			}
-			s = Money(s, cur)
-		}
 		sb.WriteString(s)
 	}
 	return strings.TrimSpace(sb.String()), true
+}
+
+// summaryData is what a summary reads: the masked params (numbers exact), key and tenant.
+func summaryData(maskedParams []byte, key, tenant string) (TemplateData, bool) {
+	data := TemplateData{Key: key, Tenant: tenant}
+	dec := json.NewDecoder(bytes.NewReader(maskedParams))
+	dec.UseNumber()
+	return data, dec.Decode(&data.Params) == nil
+}
+
+// moneyOf reads a money part's amount and currency as written in data.
+func moneyOf(data *TemplateData, p summaryPart) (amount, currency string, ok bool) {
+	v, err1 := lookup(data, p.field)
+	c, err2 := lookup(data, p.currency)
+	if err1 != nil || err2 != nil {
+		return "", "", false
+	}
+	amount, err1 = scalarString(v)
+	currency, err2 = scalarString(c)
+	return amount, currency, err1 == nil && err2 == nil
 }
 
 // minorDigits are the currencies (ISO 4217) whose minor unit is not a hundredth.
@@ -233,24 +248,16 @@ func (t *Tool) Amount(maskedParams []byte) (minor *big.Int, currency string, ok 
 	if t.summary == nil {
 		return nil, "", false
 	}
-	var data TemplateData
-	dec := json.NewDecoder(bytes.NewReader(maskedParams))
-	dec.UseNumber()
-	if err := dec.Decode(&data.Params); err != nil {
+	data, ok := summaryData(maskedParams, "", "")
+	if !ok {
 		return nil, "", false
 	}
 	for _, p := range t.summary.parts {
 		if !p.money {
 			continue
 		}
-		v, err1 := lookup(&data, p.field)
-		c, err2 := lookup(&data, p.currency)
-		if err1 != nil || err2 != nil {
-			return nil, "", false
-		}
-		s, err1 := scalarString(v)
-		cur, err2 := scalarString(c)
-		if err1 != nil || err2 != nil {
+		s, cur, ok := moneyOf(&data, p)
+		if !ok {
 			return nil, "", false
 		}
 		n, whole := new(big.Int).SetString(s, 10)
