@@ -254,4 +254,3 @@ func (l *Ledger) BulkDecision(ctx context.Context, s Scope, id string) (*BulkDec
 	b.Hidden = int(all) - len(b.Items)
 	return &b, nil
 }
-
