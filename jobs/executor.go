@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/downstream"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -45,6 +46,7 @@ type Executor struct {
 	ledger    *models.Ledger
 	catalog   *catalog.Catalog
 	connector *downstream.Connector
+	mcp       *mcpclient.Pool
 	worker    string
 	margin    time.Duration
 	meter     Meter
@@ -66,7 +68,9 @@ type ExecutorConfig struct {
 	Catalog *catalog.Catalog
 	// Connector sends the requests (nil: one that reads tenant secrets from Ledger).
 	Connector *downstream.Connector
-	Worker    string // this process's name on timelines and leases
+	// MCP calls the tools of the catalogue's MCP servers (nil: the catalogue has none).
+	MCP    *mcpclient.Pool
+	Worker string // this process's name on timelines and leases
 	// LeaseMargin is added to a tool's timeout to form a lease (DefaultLeaseMargin if zero).
 	LeaseMargin time.Duration
 	Meter       Meter
@@ -95,7 +99,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		cfg.LeaseMargin = DefaultLeaseMargin
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, worker: cfg.Worker,
+	return &Executor{ledger: cfg.Ledger, catalog: cfg.Catalog, connector: cfg.Connector, mcp: cfg.MCP, worker: cfg.Worker,
 		margin: cfg.LeaseMargin, meter: cfg.Meter, now: cfg.Now, log: cfg.Log, tracer: tracerFrom(cfg.TracerProvider),
 		reads: newSharedReads(cfg.Ledger.Get),
 		base:  base, stopBase: stop}
@@ -234,6 +238,9 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 	cd, err := e.callData(tool, op)
 	if err != nil {
 		return cannotBuild(err)
+	}
+	if tool.MCP != nil {
+		return e.attemptMCP(ctx, tool, c, cd)
 	}
 	if tool.ChecksBeforeSending() {
 		if out, done := e.lookFirst(ctx, tool, c, cd); done {

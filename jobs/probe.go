@@ -76,6 +76,9 @@ func DecideProbe(in ProbeInput) ProbeDecision {
 // connection, its answer scrubbed of the call's secrets and credentials. failed says no
 // usable answer came.
 func (e *Executor) lookUp(ctx context.Context, tool *catalog.Tool, op *models.Operation, cd callData, requestID string) (resp downstream.Response, failed bool, traceID string, err error) {
+	if tool.MCP != nil {
+		return e.lookUpMCP(ctx, tool, op, cd)
+	}
 	url, err := tool.RenderReconcileURL(cd.tmpl)
 	if err != nil {
 		return resp, true, "", err

@@ -28,12 +28,15 @@ type AttemptOutcome struct {
 	// was found before anything was sent).
 	Note string
 
-	To            State
-	Result        []byte // SUCCEEDED: the downstream body as JSON
-	DownstreamRef string
-	ErrorClass    string // FAILED_FINAL / UNKNOWN: the class recorded on the operation
-	ErrorMessage  string
-	NextAttemptAt time.Time // PENDING: when the retry is due
+	To     State
+	Result []byte // SUCCEEDED: the downstream body as JSON
+	// UpstreamResult is an MCP server's whole answer, on SUCCEEDED and on a rejection with
+	// isError; nil otherwise and for HTTP tools.
+	UpstreamResult []byte
+	DownstreamRef  string
+	ErrorClass     string // FAILED_FINAL / UNKNOWN: the class recorded on the operation
+	ErrorMessage   string
+	NextAttemptAt  time.Time // PENDING: when the retry is due
 }
 
 // FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
@@ -112,7 +115,8 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 					o.DownstreamStatus = ptr(out.DownstreamStatus)
 				}
 				o.ErrorClass, o.ErrorMessage = nil, nil
-				return []string{"result", "downstream_ref", "downstream_status", "error_class", "error_message"}
+				cols := []string{"result", "downstream_ref", "downstream_status", "error_class", "error_message"}
+				return append(cols, setUpstream(o, out.UpstreamResult)...)
 			}
 		case StatePending:
 			ch.event = EventRetryScheduled
@@ -125,7 +129,8 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		default: // FAILED_FINAL, UNKNOWN
 			ch.apply = func(o *Operation) []string {
 				o.Ambiguous = ambiguous
-				return append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
+				cols := append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
+				return append(cols, setUpstream(o, out.UpstreamResult)...)
 			}
 		}
 		return []string{op.ID}, l.transition(tx, now, op, ch)
@@ -258,4 +263,17 @@ func cancellable(op *Operation) error {
 			"(its outcome was ambiguous), so it cannot be cancelled: it is being retried with the same downstream key"}
 	}
 	return nil
+}
+
+// setUpstream records an MCP server's whole answer, when the attempt had one; it writes
+// nothing for an HTTP tool's attempt.
+func setUpstream(o *Operation, answer []byte) []string {
+	if len(answer) == 0 && o.UpstreamResult == nil {
+		return nil
+	}
+	o.UpstreamResult = nil
+	if len(answer) > 0 {
+		o.UpstreamResult = ptr(string(answer))
+	}
+	return []string{"upstream_result"}
 }

@@ -268,6 +268,10 @@ ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
 	// The agent's reason for an operation (SPEC §5 justification), masked, for reviewers; NULL
 	// when none was given, so a new operation without one writes nothing more.
 	{16, "justification", `ALTER TABLE operations ADD COLUMN justification TEXT;`},
+	// The whole answer of an MCP server's tool (SPEC §4b: content, structuredContent, isError),
+	// which idemgate's /mcp replays as it came; result keeps what the JSON API answers. NULL
+	// for HTTP tools, so their operations write nothing more.
+	{17, "upstream result", `ALTER TABLE operations ADD COLUMN upstream_result TEXT;`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

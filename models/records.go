@@ -67,8 +67,11 @@ type Operation struct {
 	DownstreamKey *string
 	// Justification is the agent's reason for the operation (SPEC §5), with the call's
 	// sensitive values masked; the first one recorded is kept. nil when none was given.
-	Justification    *string
-	Result           *string // the downstream's 2xx body as JSON; nil when none
+	Justification *string
+	Result        *string // the downstream's 2xx body as JSON; nil when none
+	// UpstreamResult is an MCP server's whole answer (its CallToolResult as JSON, scrubbed):
+	// what idemgate's /mcp replays. nil for HTTP tools, and once purged.
+	UpstreamResult   *string
 	State            State
 	ErrorClass       *string
 	ErrorMessage     *string
@@ -108,7 +111,7 @@ type Operation struct {
 const operationColumns = "id, tenant, op_key, tool, fingerprint, params, result, state, error_class, error_message, " +
 	"downstream_status, downstream_ref, attempts, ambiguous, next_attempt_at, lease_owner, lease_expires_at, fence, " +
 	"principal_id, api_key_id, workflow_run_id, step_id, compensates, compensated_by, review_id, unknown_since, " +
-	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at, params_sealed, downstream_key, justification"
+	"probes, next_probe_at, created_at, updated_at, completed_at, purged_at, params_sealed, downstream_key, justification, upstream_result"
 
 // columns returns pointers to op's fields in the order of operationColumns.
 func (op *Operation) columns() []any {
@@ -117,7 +120,7 @@ func (op *Operation) columns() []any {
 		&op.NextAttemptAt, &op.LeaseOwner, &op.LeaseExpiresAt, &op.Fence, &op.PrincipalID, &op.APIKeyID,
 		&op.WorkflowRunID, &op.StepID, &op.Compensates, &op.CompensatedBy, &op.ReviewID, &op.UnknownSince,
 		&op.Probes, &op.NextProbeAt, &op.CreatedAt, &op.UpdatedAt, &op.CompletedAt, &op.PurgedAt, &op.ParamsSealed,
-		&op.DownstreamKey, &op.Justification}
+		&op.DownstreamKey, &op.Justification, &op.UpstreamResult}
 }
 
 // DownstreamKeySent is the key op sends downstream (in X-Idemgate-Downstream-Key, the tool's

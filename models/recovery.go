@@ -163,7 +163,9 @@ func (l *Ledger) RecordProbe(ctx context.Context, op *Operation, worker string, 
 				if out.DownstreamRef != "" {
 					o.DownstreamRef = ptr(out.DownstreamRef)
 				}
-				return []string{"result", "downstream_ref", "error_class", "error_message"}
+				// The look-up's answer is not the call's: no upstream answer to replay.
+				cols := []string{"result", "downstream_ref", "error_class", "error_message"}
+				return append(cols, setUpstream(o, nil)...)
 			}
 		case StatePending:
 			ch.apply = func(o *Operation) []string {
@@ -249,7 +251,7 @@ func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit
 			Where("tool = ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
 				tool, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
 		res := tx.Model(&Operation{}).Where("id IN (?)", sub).
-			Updates(map[string]any{"params": nil, "params_sealed": nil, "result": nil, "purged_at": now})
+			Updates(map[string]any{"params": nil, "params_sealed": nil, "result": nil, "upstream_result": nil, "purged_at": now})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return nil, res.Error
 		}

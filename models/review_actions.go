@@ -117,7 +117,8 @@ func (l *Ledger) ConfirmSucceeded(ctx context.Context, a Action, reference strin
 				if len(result) > 0 {
 					o.Result = ptr(string(result))
 				}
-				return []string{"downstream_ref", "result", "error_class", "error_message"}
+				// A reviewer's finding is not the upstream's answer: nothing of one to replay.
+				return append([]string{"downstream_ref", "result", "error_class", "error_message"}, setUpstream(o, nil)...)
 			}})
 	})
 }

@@ -37,6 +37,7 @@ func TestOperationColumns(t *testing.T) {
 			Compensates: str("op_a"), CompensatedBy: str("op_b"), ReviewID: str("rev_none"), UnknownSince: at(3),
 			Probes: 4, NextProbeAt: at(4), CreatedAt: *at(5), UpdatedAt: *at(6), CompletedAt: at(7), PurgedAt: at(8),
 			ParamsSealed: str("v1:0000:sealed"), DownstreamKey: str("dk_00000000000000000000000000000000"),
+			Justification: str("because"), UpstreamResult: str(`{"content":[]}`),
 		}
 		require.NoError(t, l.DB().Create(&full).Error)
 

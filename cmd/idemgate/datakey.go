@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/datakey"
 )
@@ -58,7 +59,10 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if keys == nil {
 		return fmt.Errorf("IDEMGATE_DATA_KEY is not set: set it to the key to seal with (idemgate datakey generate makes one), and list the previous ones in IDEMGATE_DATA_KEYS_OLD")
 	}
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv)
+	// The tools of MCP servers are known from the servers alone: they are asked, then stopped.
+	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: version()})
+	defer servers.Close()
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv, servers)
 	if err != nil {
 		return err
 	}

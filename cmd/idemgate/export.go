@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/export"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 )
 
@@ -46,7 +47,10 @@ func (env *environment) export(ctx context.Context, args []string) error {
 	if filter.State != "" && !filter.State.Valid() {
 		return fmt.Errorf("invalid --state %q: want one of %v", *state, models.States)
 	}
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv)
+	// The tools of MCP servers are known from the servers alone: they are asked, then stopped.
+	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: version()})
+	defer servers.Close()
+	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv, servers)
 	if err != nil {
 		return err
 	}

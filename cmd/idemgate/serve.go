@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/web"
 	"github.com/idemgate/idemgate/web/telemetry"
@@ -121,7 +123,11 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		}
 		defer metricsLn.Close()
 	}
-	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox", env.getenv)
+	// The MCP servers of the tools file are started (or connected to) while it loads: their
+	// tools/list is part of the catalogue. Closed last, after the attempts in flight.
+	servers := mcpclient.New(mcpclient.Config{Log: log, Version: version()})
+	defer servers.Close()
+	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox", env.getenv, servers)
 	if err != nil {
 		return err
 	}
@@ -151,7 +157,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		log.Info("the database URL goes through a transaction pooler (default_query_exec_mode) and IDEMGATE_DATABASE_LISTEN_URL is not set: " +
 			"no LISTEN connection, waiters on other replicas' operations poll")
 	}
-	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat,
+	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat, MCP: servers,
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},
@@ -208,11 +214,11 @@ func keepFor(d time.Duration) time.Duration {
 	return d
 }
 
-func loadCatalog(file, sandboxURL string, getenv func(string) string) (*catalog.Catalog, error) {
+func loadCatalog(file, sandboxURL string, getenv func(string) string, servers catalog.MCPLister) (*catalog.Catalog, error) {
 	if file == "" {
 		return catalog.Demo(sandboxURL), nil
 	}
-	return catalog.LoadFileWith(file, catalog.Options{Getenv: getenv})
+	return catalog.LoadFileWith(file, catalog.Options{Getenv: getenv, MCP: servers})
 }
 
 // demoKeySetting keeps the demo API key so a restarted demo can print it again. Only the demo
@@ -270,4 +276,13 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// version is the module version idemgate was built as ("dev" from a checkout), which it
+// names itself by to the MCP servers it calls.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/web"
@@ -37,6 +38,9 @@ type Config struct {
 	// replicas' changes and revocations (LISTEN/NOTIFY); empty: no listener, waiters poll.
 	ListenDSN string
 	Catalog   *catalog.Catalog
+	// MCP is the client of the catalogue's MCP servers, the one its tools were listed with
+	// (nil when it has none). The caller closes it after Shutdown.
+	MCP *mcpclient.Pool
 	// Worker names this process on leases and timelines (default: host, pid and a random
 	// suffix).
 	Worker string
@@ -144,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	metrics.WatchLedger(ledger, jobs.Windows(cat))
-	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, Worker: cfg.Worker,
+	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, MCP: cfg.MCP, Worker: cfg.Worker,
 		LeaseMargin: cfg.LeaseMargin, Meter: metrics, Now: cfg.Now, Log: log, TracerProvider: cfg.TracerProvider})
 	a := &App{Ledger: ledger, Catalog: cat, Executor: exec, Metrics: metrics, cfg: cfg, log: log}
 	if cfg.HTTP != nil {

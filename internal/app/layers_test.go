@@ -26,6 +26,7 @@ var layers = [][]string{
 	{"handlers/problems", "handlers/headers", "views"},
 	{"static"},
 	{"jobs"},
+	{"jobs/mcpclient"},
 	{"jobs/downstream"},
 	{"jobs/catalog"},
 	{"models/testdb"},

@@ -19,6 +19,7 @@ import (
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -174,30 +175,34 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 	if tools == "" {
 		tools = Tools
 	}
+	logTo := opts.LogTo
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	log := slog.New(slog.NewJSONHandler(logTo, nil))
+	servers := mcpclient.New(mcpclient.Config{Log: log})
 	build := opts.Catalog
 	if build == nil {
 		build = func(url string) (*catalog.Catalog, error) {
-			return catalog.Load([]byte(strings.ReplaceAll(tools, "{{SANDBOX}}", url)))
+			return catalog.LoadWith([]byte(strings.ReplaceAll(tools, "{{SANDBOX}}", url)), catalog.Options{MCP: servers})
 		}
 	}
 	cat, err := build(sbSrv.URL)
 	if err != nil {
+		servers.Close()
 		t.Fatalf("gatewaytest: catalogue: %v", err)
-	}
-	logTo := opts.LogTo
-	if logTo == nil {
-		logTo = io.Discard
 	}
 	jobsCfg := app.Jobs{Dispatch: true, Poll: 20 * time.Millisecond, Concurrency: 16}
 	if opts.Recovery {
 		jobsCfg.Recovery = &jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
 			EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond}
 	}
-	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
-		Log: slog.New(slog.NewJSONHandler(logTo, nil)), TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
+	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
+		Log: log, TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
 		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst,
 			TrustedProxies: opts.TrustedProxies, AllowedOrigins: opts.AllowedOrigins}})
 	if err != nil {
+		servers.Close()
 		t.Fatalf("gatewaytest: %v", err)
 	}
 	done := make(chan struct{})
@@ -212,6 +217,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
 		gw.Shutdown(sctx)
+		servers.Close()
 		sb.ClearFaults()
 		sbSrv.Close()
 	})

@@ -30,12 +30,15 @@ type Tool struct {
 	ParamsSchemaRaw map[string]any // the schema as written, served by GET /v1/tools
 	Schema          *jsonschema.Schema
 	SensitiveParams []string // normalised to JSON pointers ("/card_number")
-	HTTP            HTTPSpec
-	Reconcile       *ReconcileSpec // nil: the tool cannot be reconciled
-	Retry           RetryPolicy
-	Review          ReviewPolicy
-	Compensation    *CompensationSpec // nil: the tool cannot be compensated
-	Retention       time.Duration
+	// HTTP says how the tool's request is sent; for a tool of an MCP server only its Timeout
+	// (the server's per-call timeout) applies, and MCP says how it is called.
+	HTTP         HTTPSpec
+	MCP          *MCPCall       // nil: an HTTP tool
+	Reconcile    *ReconcileSpec // nil: the tool cannot be reconciled
+	Retry        RetryPolicy
+	Review       ReviewPolicy
+	Compensation *CompensationSpec // nil: the tool cannot be compensated
+	Retention    time.Duration
 
 	// Parsed once by Load. A Tool built by hand leaves them nil and its templates are parsed on
 	// each call instead.
@@ -96,8 +99,12 @@ type ReconcileSpec struct {
 	// another.
 	Connection *Connection
 	// Found is a JSON pointer that must hold a value in a 2xx answer for it to count as
-	// found; that value is then the result. "" for any 2xx.
+	// found; that value is then the result. "" for any 2xx. For an MCP tool it points into
+	// the reconcile tool's structured result.
 	Found string
+	// MCP, for a tool of an MCP server, is the upstream tool that answers instead of Method
+	// and URL.
+	MCP *MCPReconcile
 }
 
 // RetryPolicy bounds automatic retries. MaxAttempts counts the first attempt.
@@ -130,6 +137,9 @@ func (t *Tool) RetrySafe() bool {
 // HonoursKey reports whether the downstream deduplicates by the downstream key idemgate sends,
 // in a header or a body field (SPEC §3).
 func (t *Tool) HonoursKey() bool {
+	if t.MCP != nil {
+		return t.MCP.HonoursKey
+	}
 	return t.HTTP.IdempotencyHeader != "" || t.HTTP.IdempotencyParam != ""
 }
 
@@ -186,6 +196,7 @@ type TemplateData struct {
 type Catalog struct {
 	tools       []*Tool
 	connections []*Connection
+	servers     []*MCPServer
 	byWire      map[string]*Tool // keyed by the "__" spelling, which is unique per tool
 }
 

@@ -270,8 +270,11 @@ func (t *Tool) Amount(maskedParams []byte) (minor *big.Int, currency string, ok 
 }
 
 // Downstream names the system the tool calls, for people: the host of its URL ("" when the URL
-// names none, as a path of a connection does).
+// names none, as a path of a connection does), or the MCP server and its tool.
 func (t *Tool) Downstream() string {
+	if t.MCP != nil {
+		return fmt.Sprintf("MCP server %s, tool %s", t.MCP.Server.Name, t.MCP.Upstream)
+	}
 	u, err := url.Parse(strings.SplitN(t.HTTP.URL, "{{", 2)[0])
 	if err != nil {
 		return ""

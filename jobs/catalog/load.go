@@ -65,6 +65,9 @@ type Options struct {
 	Getenv func(string) string
 	// Dir is what relative paths are relative to ("" for the working directory).
 	Dir string
+	// MCP lists the tools of the file's mcp_servers (starting or connecting to each); nil
+	// refuses a file that declares any.
+	MCP MCPLister
 }
 
 // Load parses the YAML tools file (SPEC §4), validates every tool, applies the defaults and
@@ -79,11 +82,15 @@ func LoadWith(data []byte, opts Options) (*Catalog, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	items, connItems, err := toolNodes(data)
+	nodes, err := topLevel(data)
 	if err != nil {
 		return nil, err
 	}
-	conns, errs := buildConnections(connItems, connectionChecks{getenv: opts.Getenv, dir: opts.Dir})
+	items, connItems := nodes.tools, nodes.connections
+	chk := connectionChecks{getenv: opts.Getenv, dir: opts.Dir}
+	conns, errs := buildConnections(connItems, chk)
+	entries, serrs := buildMCPServers(nodes.servers, conns, chk)
+	errs = append(errs, serrs...)
 	tools := make([]*Tool, 0, len(items))
 	for i, node := range items {
 		t, terrs := buildTool(node, i+1, conns)
@@ -96,9 +103,19 @@ func LoadWith(data []byte, opts Options) (*Catalog, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	// Servers are asked only once the file itself is sound: a typo is reported without
+	// starting anything.
+	upstream, errs := mcpTools(entries, opts.MCP)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	tools = append(tools, upstream...)
 	c, errs := link(tools)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	for _, e := range entries {
+		c.servers = append(c.servers, e.server)
 	}
 	for _, node := range connItems {
 		if n := mappingValue(node, "name"); n != nil {
@@ -143,57 +160,72 @@ func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Con
 	return conns, errs
 }
 
-// toolNodes returns the items of the top-level "tools" and "connections" lists, rejecting
-// any other top-level field.
-func toolNodes(data []byte) ([]*yaml.Node, []*yaml.Node, error) {
+// fileNodes are the items of the tools file's top-level lists.
+type fileNodes struct {
+	tools, connections, servers []*yaml.Node
+}
+
+// topLevel returns the items of the top-level "tools", "connections" and "mcp_servers"
+// lists, rejecting any other top-level field. A file declares tools, servers, or both.
+func topLevel(data []byte) (fileNodes, error) {
+	var out fileNodes
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, &FileError{Err: errors.New("empty file")}
+			return out, &FileError{Err: errors.New("empty file")}
 		}
-		return nil, nil, &FileError{Err: fmt.Errorf("invalid YAML: %w", err)}
+		return out, &FileError{Err: fmt.Errorf("invalid YAML: %w", err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, nil, &FileError{Err: errors.New("more than one YAML document")}
+		return out, &FileError{Err: errors.New("more than one YAML document")}
 	}
 	if len(doc.Content) == 0 {
-		return nil, nil, &FileError{Err: errors.New("empty file")}
+		return out, &FileError{Err: errors.New("empty file")}
 	}
 	root := resolveAlias(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return nil, nil, &FileError{Err: fmt.Errorf("expected a mapping with a tools list, got %s", describeNode(root))}
+		return out, &FileError{Err: fmt.Errorf("expected a mapping with a tools list, got %s", describeNode(root))}
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
 		switch {
-		case k.Value != "tools" && k.Value != "connections":
-			return nil, nil, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
+		case k.Value != "tools" && k.Value != "connections" && k.Value != "mcp_servers":
+			return out, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
 		case seen[k.Value]:
-			return nil, nil, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
+			return out, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
 		}
 		seen[k.Value] = true
 	}
-	var conns []*yaml.Node
-	if cl := mappingValue(root, "connections"); cl != nil && !isNull(cl) {
-		if cl.Kind != yaml.SequenceNode {
-			return nil, nil, &FileError{Field: "connections", Err: fmt.Errorf("expected a list, got %s", describeNode(cl))}
+	list := func(field string) ([]*yaml.Node, error) {
+		l := mappingValue(root, field)
+		if l == nil || isNull(l) {
+			return nil, nil
 		}
-		conns = cl.Content
+		if l.Kind != yaml.SequenceNode {
+			return nil, &FileError{Field: field, Err: fmt.Errorf("expected a list, got %s", describeNode(l))}
+		}
+		return l.Content, nil
 	}
-	list := mappingValue(root, "tools")
-	if list == nil || isNull(list) {
-		return nil, nil, &FileError{Field: "tools", Err: errors.New("required")}
+	var err error
+	if out.connections, err = list("connections"); err != nil {
+		return out, err
 	}
-	if list.Kind != yaml.SequenceNode {
-		return nil, nil, &FileError{Field: "tools", Err: fmt.Errorf("expected a list, got %s", describeNode(list))}
+	if out.servers, err = list("mcp_servers"); err != nil {
+		return out, err
 	}
-	if len(list.Content) == 0 {
-		return nil, nil, &FileError{Field: "tools", Err: errors.New("no tools declared")}
+	if out.tools, err = list("tools"); err != nil {
+		return out, err
 	}
-	return list.Content, conns, nil
+	switch {
+	case (mappingValue(root, "tools") == nil || isNull(mappingValue(root, "tools"))) && len(out.servers) == 0:
+		return out, &FileError{Field: "tools", Err: errors.New("required (or mcp_servers)")}
+	case len(out.tools) == 0 && len(out.servers) == 0:
+		return out, &FileError{Field: "tools", Err: errors.New("no tools declared")}
+	}
+	return out, nil
 }
 
 // buildTool decodes and validates one tool. It returns the tool only when it has no errors.

@@ -153,7 +153,9 @@ func checkRendered(s, scheme, host string) error {
 // knows of, where sending again would repeat it. Downstreams that honour keys deduplicate by
 // themselves, and tools whose look-up names the operation id cannot find it.
 func (t *Tool) ChecksBeforeSending() bool {
-	if t.Effect != EffectWrite || t.HonoursKey() || t.Reconcile == nil {
+	// A tool of an MCP server is not looked up first: its reconcile tool is asked only once
+	// an outcome is UNKNOWN (README, "Put idemgate in front of an MCP server").
+	if t.Effect != EffectWrite || t.HonoursKey() || t.Reconcile == nil || t.MCP != nil {
 		return false
 	}
 	ut := t.reconcileTmpl

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,6 +42,15 @@ var (
 // validateTool checks every field of raw, records problems in ec and returns the tool with
 // defaults applied. The result is only meaningful when ec holds no errors.
 func validateTool(raw *rawTool, ec *collector) *Tool {
+	return validateCommon(raw, ec, func(t *Tool) {
+		validateHTTP(t, raw.HTTP, ec)
+		validateReconcile(t, raw.Reconcile, ec)
+	})
+}
+
+// validateCommon checks what every tool has, whatever it calls: call checks how it is called
+// (an HTTP request, or an MCP server's tool) and its reconcile.
+func validateCommon(raw *rawTool, ec *collector, call func(*Tool)) *Tool {
 	t := &Tool{Name: raw.Name, Description: strings.TrimSpace(raw.Description)}
 	switch {
 	case raw.Name == "":
@@ -72,8 +82,7 @@ func validateTool(raw *rawTool, ec *collector) *Tool {
 			t.SensitiveParams = append(t.SensitiveParams, ptr)
 		}
 	}
-	validateHTTP(t, raw.HTTP, ec)
-	validateReconcile(t, raw.Reconcile, ec)
+	call(t)
 	validateRetry(t, raw.Retry, ec)
 	validateReview(t, raw.Review, ec)
 	validateCompensation(t, raw.Compensation, ec)
@@ -81,6 +90,18 @@ func validateTool(raw *rawTool, ec *collector) *Tool {
 	validateConsole(t, raw, ec)
 	checkServable(t, ec)
 	return t
+}
+
+// checkAbsoluteURL accepts an absolute http or https URL without credentials in it.
+func checkAbsoluteURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("invalid URL %q: want an absolute http or https URL", raw)
+	case u.User != nil:
+		return fmt.Errorf("invalid URL %q: credentials in the URL are not allowed; use a connection", raw)
+	}
+	return nil
 }
 
 func validateHTTP(t *Tool, raw *rawHTTP, ec *collector) {

@@ -1,0 +1,312 @@
+// Package mcpclient is idemgate as a client of the MCP servers its tools file declares (SPEC
+// §4b): one session per server per process, every call multiplexed on it; a stdio server is
+// a child process, restarted with backoff when it exits, its standard error in the gateway's
+// log; a Streamable HTTP server is reconnected with backoff when its session ends. It sends
+// calls and reports what it saw; what that means for an operation is jobs' to decide.
+package mcpclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/downstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config wires a pool.
+type Config struct {
+	// Connector builds the HTTP clients of URL servers, with their connections' credentials
+	// (nil: one with no tenant secrets, which servers may not use anyway).
+	Connector *downstream.Connector
+	Log       *slog.Logger
+	// StartTimeout bounds the wait for a server's first session when its tools are listed
+	// (default one minute: `npx -y` may download the server first).
+	StartTimeout time.Duration
+	// Version is what idemgate calls itself in the initialize handshake.
+	Version string
+}
+
+// Pool holds the sessions of a process's MCP servers. It is safe for concurrent use.
+type Pool struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	servers map[*catalog.MCPServer]*server
+}
+
+// New returns a pool that starts servers as they are first listed. Close stops them.
+func New(cfg Config) *Pool {
+	if cfg.Connector == nil {
+		cfg.Connector = downstream.NewConnector()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = time.Minute
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool{cfg: cfg, ctx: ctx, cancel: cancel, servers: map[*catalog.MCPServer]*server{}}
+}
+
+// Close ends every session and stops every child process.
+func (p *Pool) Close() {
+	p.cancel()
+	p.mu.Lock()
+	for _, s := range p.servers {
+		s.closeSession()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// server is one supervised session.
+type server struct {
+	spec *catalog.MCPServer
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	session *mcp.ClientSession // nil while not connected
+	lastErr error              // why the latest connection attempt failed
+	up      chan struct{}      // closed once a session first exists
+	creds   *downstream.SessionClient
+}
+
+func (s *server) current() *mcp.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
+}
+
+func (s *server) closeSession() {
+	if cs := s.current(); cs != nil {
+		_ = cs.Close()
+	}
+}
+
+// serverFor returns the supervised server of spec, starting its supervisor on first use.
+func (p *Pool) serverFor(spec *catalog.MCPServer) *server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.servers[spec]; ok {
+		return s
+	}
+	s := &server{spec: spec, log: p.cfg.Log.With("mcp_server", spec.Name), up: make(chan struct{})}
+	p.servers[spec] = s
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.supervise(s)
+	}()
+	return s
+}
+
+// Restart backoff: a server that cannot start is tried less and less often, never given up.
+const (
+	backoffInitial = 100 * time.Millisecond
+	backoffMax     = 30 * time.Second
+	// steady is how long a session must last for the next restart to start from
+	// backoffInitial again.
+	steady = 10 * time.Second
+)
+
+// supervise keeps one session to s open until the pool closes: it connects, waits for the
+// session to end (the child exits, the stream breaks), and connects again with backoff.
+func (p *Pool) supervise(s *server) {
+	wait := backoffInitial
+	var once sync.Once
+	for {
+		start := time.Now()
+		cs, err := p.connect(s)
+		s.mu.Lock()
+		s.session, s.lastErr = cs, err
+		s.mu.Unlock()
+		if err == nil {
+			once.Do(func() { close(s.up) })
+			s.log.Info("mcp server session open", "server", s.spec.Describe())
+			err = cs.Wait()
+			s.mu.Lock()
+			s.session, s.lastErr = nil, fmt.Errorf("the session ended: %v", errOrExit(err))
+			s.mu.Unlock()
+			if p.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("mcp server session ended; reconnecting", "server", s.spec.Describe(), "err", errOrExit(err))
+		} else {
+			if p.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("mcp server not reachable; trying again", "server", s.spec.Describe(), "err", err, "in", wait)
+		}
+		if time.Since(start) > steady {
+			wait = backoffInitial
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, backoffMax)
+	}
+}
+
+func errOrExit(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+// connect opens a session: starts the child (stdio) or initializes over HTTP.
+func (p *Pool) connect(s *server) (*mcp.ClientSession, error) {
+	var transport mcp.Transport
+	if len(s.spec.Command) > 0 {
+		cmd, err := p.command(s)
+		if err != nil {
+			return nil, err
+		}
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		sc, err := p.cfg.Connector.SessionClient(s.spec.Connection)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.creds = sc
+		s.mu.Unlock()
+		// MaxRetries < 0: the transport never re-sends on its own. A call whose stream broke is
+		// the executor's to judge (ambiguous), not the transport's to repeat.
+		transport = &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: sc.Client, MaxRetries: -1,
+			DisableStandaloneSSE: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "idemgate", Version: p.cfg.Version}, nil)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.StartTimeout)
+	defer cancel()
+	return client.Connect(ctx, transport, nil)
+}
+
+// command builds the child process of a stdio server: its environment is PATH, HOME and the
+// file's env, nothing else of the gateway's (which holds its data key and database URL).
+func (p *Pool) command(s *server) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(p.ctx, s.spec.Command[0], s.spec.Command[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, e := range s.spec.Env {
+		v, err := e.Value.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+v)
+	}
+	cmd.Stderr = logWriter(s.log)
+	cmd.WaitDelay = 2 * time.Second
+	return cmd, nil
+}
+
+// logWriter returns a writer whose every line becomes a log line of the server.
+func logWriter(log *slog.Logger) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 4096), 64*1024)
+		for sc.Scan() {
+			log.Info("mcp server stderr", "line", sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, r) // a line too long: keep draining so the child never blocks
+	}()
+	return w
+}
+
+// session waits for spec's session up to the start timeout (for its first listing).
+func (p *Pool) session(spec *catalog.MCPServer) (*mcp.ClientSession, error) {
+	s := p.serverFor(spec)
+	select {
+	case <-s.up:
+	case <-time.After(p.cfg.StartTimeout):
+	case <-p.ctx.Done():
+		return nil, p.ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session == nil {
+		if s.lastErr != nil {
+			return nil, s.lastErr
+		}
+		return nil, fmt.Errorf("%s did not start within %s", spec.Describe(), p.cfg.StartTimeout)
+	}
+	return s.session, nil
+}
+
+// ListTools starts or connects to the server and returns every tool it lists (all pages).
+// It implements catalog.MCPLister.
+func (p *Pool) ListTools(spec *catalog.MCPServer) ([]catalog.UpstreamTool, error) {
+	cs, err := p.session(spec)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.StartTimeout)
+	defer cancel()
+	var out []catalog.UpstreamTool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		u, err := upstreamTool(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// upstreamTool reads an SDK tool into the catalogue's shape, its schemas and annotations as
+// plain JSON values (what the server sent, re-read).
+func upstreamTool(t *mcp.Tool) (catalog.UpstreamTool, error) {
+	u := catalog.UpstreamTool{Name: t.Name, Title: t.Title, Description: t.Description}
+	var err error
+	if u.InputSchema, err = jsonObject(t.InputSchema); err != nil {
+		return u, fmt.Errorf("inputSchema: %w", err)
+	}
+	if t.OutputSchema != nil {
+		if u.OutputSchema, err = jsonObject(t.OutputSchema); err != nil {
+			return u, fmt.Errorf("outputSchema: %w", err)
+		}
+	}
+	if t.Annotations != nil {
+		if u.Annotations, err = jsonObject(t.Annotations); err != nil {
+			return u, fmt.Errorf("annotations: %w", err)
+		}
+	}
+	return u, nil
+}
+
+func jsonObject(v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, errors.New("not a JSON object")
+	}
+	return m, nil
+}
