@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,4 +105,79 @@ func TestMemoryServerThroughTheJSONAPI(t *testing.T) {
 		require.Equal(t, "SUCCEEDED", gop["state"], "%s", graph.Body)
 		assert.Contains(t, string(graph.Body), "wrote the first program")
 	})
+}
+
+// TestMemoryServerThroughMCP: the same server through idemgate's own /mcp: the upstream's
+// input schema (with operation_key), its annotations but idempotentHint, and its results
+// as they came, with the operation in _meta; a replay answers the recorded result byte for
+// byte and performs nothing; the same key with other arguments is refused. Both engines.
+func TestMemoryServerThroughMCP(t *testing.T) {
+	t.Parallel()
+	server := npmServer(t, "mcp-server-memory")
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		file := filepath.Join(t.TempDir(), "memory.jsonl")
+		tools := strings.NewReplacer("{{SERVER}}", server, "{{FILE}}", file).Replace(memoryTools)
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: tools})
+		s := mcpSession(t, g, g.Key)
+
+		listed := map[string]*mcp.Tool{}
+		for tool, err := range s.Tools(t.Context(), nil) {
+			require.NoError(t, err)
+			listed[tool.Name] = tool
+		}
+		create := listed["memory.create_entities"]
+		require.NotNil(t, create, "listed: %v", maps.Keys(listed))
+		schema := jsonMap(t, create.InputSchema)
+		props := schema["properties"].(map[string]any)
+		assert.Contains(t, props, "entities", "the upstream's input schema")
+		assert.Contains(t, props, "operation_key", "idemgate's addition")
+		assert.Contains(t, schema["required"], "operation_key")
+		require.NotNil(t, create.Annotations)
+		assert.True(t, create.Annotations.IdempotentHint, "a repeat with the same key has no further effect")
+		assert.False(t, create.Annotations.ReadOnlyHint)
+		require.NotNil(t, listed["memory.read_graph"].Annotations)
+		assert.True(t, listed["memory.read_graph"].Annotations.ReadOnlyHint, "the upstream's hint")
+
+		args := map[string]any{"entities": []any{map[string]any{"name": "Ada", "entityType": "person", "observations": []any{"wrote the first program"}}},
+			"operation_key": "remember-ada"}
+		first := callTool(t, s, "memory.create_entities", "", args)
+		require.False(t, first.IsError, "%s", resultText(first))
+		op, ok := first.Meta["idemgate/operation"].(map[string]any)
+		require.True(t, ok, "the operation in _meta: %v", first.Meta)
+		assert.Equal(t, "SUCCEEDED", op["state"])
+		assert.Equal(t, false, op["replayed"])
+		assert.Contains(t, jsonText(t, first.StructuredContent), "Ada", "the upstream's structured content")
+		assert.Equal(t, 1, entityCount(t, file, "Ada"))
+
+		again := callTool(t, s, "memory.create_entities", "", args)
+		assert.Equal(t, true, again.Meta["idemgate/operation"].(map[string]any)["replayed"])
+		assert.Equal(t, jsonText(t, first.Content), jsonText(t, again.Content), "the recorded result, byte for byte")
+		assert.Equal(t, jsonText(t, first.StructuredContent), jsonText(t, again.StructuredContent))
+		assert.Equal(t, 1, entityCount(t, file, "Ada"), "a replay performs nothing")
+
+		args["entities"] = []any{map[string]any{"name": "Grace", "entityType": "person", "observations": []any{}}}
+		mismatch := callTool(t, s, "memory.create_entities", "", args)
+		assert.True(t, mismatch.IsError)
+		assert.Nil(t, mismatch.StructuredContent, "no idemgate object where the upstream's outputSchema applies")
+		assert.Equal(t, "idempotency-key-mismatch", mismatch.Meta["idemgate/problem"], "%s", resultText(mismatch))
+		assert.Equal(t, 0, entityCount(t, file, "Grace"))
+
+		graph := callTool(t, s, "memory.read_graph", "", map[string]any{})
+		require.False(t, graph.IsError, "%s", resultText(graph))
+		assert.Contains(t, jsonText(t, graph.StructuredContent), "wrote the first program")
+	})
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func jsonMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(jsonText(t, v)), &m))
+	return m
 }

@@ -30,6 +30,16 @@ type mcpCall struct {
 func (m *MCP) callHandler(caller *models.Caller, t *catalog.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := m.call(ctx, caller, t, req.Params)
+		if t.MCP != nil {
+			if err != nil {
+				// The problem is in the text and _meta only: as structured content it would
+				// break the upstream's outputSchema.
+				out := m.problemResult(ProblemFrom(err), err)
+				out.StructuredContent = nil
+				return out, nil
+			}
+			return upstreamResult(t, res), nil
+		}
 		if err != nil {
 			return m.problemResult(ProblemFrom(err), err), nil
 		}

@@ -30,6 +30,9 @@ func mcpTools(tools []*catalog.Tool) catalog.ToolList[*mcp.Tool] {
 // schema (to which a state-changing tool adds the required operation_key), the schema of its
 // structured results, and hints.
 func mcpTool(t *catalog.Tool) *mcp.Tool {
+	if t.MCP != nil {
+		return mcpUpstreamTool(t)
+	}
 	return &mcp.Tool{
 		Name:         t.Name,
 		Description:  t.Description,

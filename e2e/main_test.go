@@ -1,0 +1,16 @@
+package e2e_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/idemgate/idemgate/internal/mcptest"
+)
+
+// TestMain lets this test binary be the fault MCP server the MCP tests start as the gateway's
+// stdio child (internal/mcptest): re-executed with its state directory in the environment,
+// it serves instead of testing.
+func TestMain(m *testing.M) {
+	mcptest.ServeIfAsked()
+	os.Exit(m.Run())
+}

@@ -1,0 +1,222 @@
+// Package mcptest is an MCP server of our own for the faults no published server makes on
+// cue: it commits a charge and then exits, or hangs, before answering. Written with the
+// official Go SDK; the tests run it as a stdio child of the gateway (the e2e test binary
+// re-executed), so the gateway meets it exactly as it meets a real server.
+//
+// Its state is a directory: effects.jsonl, one line per charge it made (the side effects the
+// tests count, written and synced before anything else happens), and cues, one fault per line
+// ("exit" or "hang") taken by the next charge.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EnvState names the state directory in the environment of a re-executed test binary: when
+// it is set, TestMain serves instead of testing.
+const EnvState = "IDEMGATE_MCPTEST_STATE"
+
+// Effect is one charge the server made.
+type Effect struct {
+	Key    string `json:"key"` // the downstream key it was sent with (_meta)
+	ID     string `json:"charge_id"`
+	Amount int    `json:"amount"`
+}
+
+// State is a server's directory, read and cued by a test.
+type State struct{ Dir string }
+
+// Cue makes the next charge end with fault ("exit": the process exits right after the
+// charge is written; "hang": the call never answers).
+func (s State) Cue(fault string) error {
+	f, err := os.OpenFile(filepath.Join(s.Dir, "cues"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, fault)
+	return err
+}
+
+// Effects reads every charge made so far.
+func (s State) Effects() ([]Effect, error) {
+	data, err := os.ReadFile(filepath.Join(s.Dir, "effects.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Effect
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var e Effect
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// server is the running fault server.
+type server struct {
+	state State
+	mu    sync.Mutex // one charge at a time: the effects file is the ledger of truth
+}
+
+// takeCue removes and returns the first cue, "" for none.
+func (s *server) takeCue() (string, error) {
+	path := filepath.Join(s.state.Dir, "cues")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	lines := strings.SplitN(strings.TrimSpace(string(data)), "\n", 2)
+	rest := ""
+	if len(lines) == 2 {
+		rest = lines[1] + "\n"
+	}
+	return strings.TrimSpace(lines[0]), os.WriteFile(path, []byte(rest), 0o600)
+}
+
+// commit appends e to the effects file and syncs it: after this, the charge happened.
+func (s *server) commit(e Effect) error {
+	f, err := os.OpenFile(filepath.Join(s.state.Dir, "effects.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(e)
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+type chargeArgs struct {
+	Amount int `json:"amount"`
+}
+
+// charge makes a charge. keyed: a charge already made under the call's downstream key is
+// answered again instead (the server honours the key).
+func (s *server) charge(keyed bool) mcp.ToolHandler {
+	return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args chargeArgs
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Amount <= 0 {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "amount must be a positive integer"}}}, nil
+		}
+		key, _ := req.Params.Meta["idemgate/downstream_key"].(string)
+		s.mu.Lock()
+		effects, err := s.state.Effects()
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if keyed {
+			for _, e := range effects {
+				if e.Key == key && key != "" {
+					s.mu.Unlock()
+					return result(e), nil
+				}
+			}
+		}
+		cue, err := s.takeCue()
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		e := Effect{Key: key, ID: fmt.Sprintf("ch_%d", len(effects)+1), Amount: args.Amount}
+		if err := s.commit(e); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.mu.Unlock()
+		switch cue {
+		case "exit":
+			os.Exit(3) // committed, never answered
+		case "hang":
+			select {} // committed, never answered, deaf to cancellation
+		}
+		return result(e), nil
+	}
+}
+
+func result(e Effect) *mcp.CallToolResult {
+	b, _ := json.Marshal(e)
+	return &mcp.CallToolResult{StructuredContent: e, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+}
+
+// find answers the charges made under a downstream key: the reconcile tool.
+func (s *server) find(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	effects, err := s.state.Effects()
+	if err != nil {
+		return nil, err
+	}
+	found := []Effect{}
+	for _, e := range effects {
+		if e.Key == args.Key {
+			found = append(found, e)
+		}
+	}
+	out := map[string]any{"charges": found}
+	b, _ := json.Marshal(out)
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+}
+
+var chargeSchema = map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"amount": map[string]any{"type": "integer", "minimum": 1}},
+	"required":   []any{"amount"},
+}
+
+// Serve runs the fault server over standard input and output until its input ends.
+func Serve(ctx context.Context, dir string) error {
+	s := &server{state: State{Dir: dir}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "idemgate-fault-server", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "charge", Description: "Charge an amount (not idempotent).", InputSchema: chargeSchema}, s.charge(false))
+	srv.AddTool(&mcp.Tool{Name: "charge_keyed", Description: "Charge an amount, once per idemgate/downstream_key.", InputSchema: chargeSchema}, s.charge(true))
+	srv.AddTool(&mcp.Tool{Name: "find_charge", Description: "The charges made under a downstream key.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"key": map[string]any{"type": "string"}}, "required": []any{"key"}},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.find)
+	return srv.Run(ctx, &mcp.StdioTransport{})
+}
+
+// ServeIfAsked serves and exits when the environment names a state directory: the e2e test
+// binary, re-executed as the gateway's stdio child, becomes the fault server.
+func ServeIfAsked() {
+	dir := os.Getenv(EnvState)
+	if dir == "" {
+		return
+	}
+	err := Serve(context.Background(), dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fault server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
