@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -180,4 +181,27 @@ func jsonMap(t *testing.T, v any) map[string]any {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(jsonText(t, v)), &m))
 	return m
+}
+
+// TestConsoleShowsAnMCPOperation: the console shows an operation of an MCP server's tool like
+// any other, naming the server and the upstream tool it calls. Both engines.
+func TestConsoleShowsAnMCPOperation(t *testing.T) {
+	t.Parallel()
+	server := npmServer(t, "mcp-server-memory")
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		file := filepath.Join(t.TempDir(), "memory.jsonl")
+		c := consoletest.Start(t, d, consoletest.Options{
+			MCPServers: strings.NewReplacer("{{SERVER}}", server, "{{FILE}}", file).Replace(memoryTools)})
+		op := c.Operation(t, consoletest.Seed{Tenant: "acme", Key: "remember-ada", Tool: "memory.create_entities",
+			Params: `{"entities":[{"entityType":"person","name":"Ada","observations":[]}]}`, Unknown: true, Review: true})
+		password := c.User(t, "reviewer@example.test", models.RoleReviewer)
+		b := c.NewBrowser(t)
+		b.MustLogin(t, "reviewer@example.test", password)
+		page := b.Get(t, "/operations/"+op.ID)
+		require.Equal(t, http.StatusOK, page.Status, page.Body)
+		assert.Contains(t, page.TestIDs("operation-downstream")[0], "MCP server memory, tool create_entities")
+		assert.Contains(t, page.Body, "memory.create_entities")
+		queue := b.Get(t, "/reviews")
+		assert.Contains(t, queue.Body, "remember-ada")
+	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
@@ -79,6 +80,9 @@ type Options struct {
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
 	Downstream bool
+	// MCPServers, when set, is an mcp_servers block (YAML, SPEC §4b) added to the catalogue:
+	// its servers are started for the test and their tools listed.
+	MCPServers string
 }
 
 // ExtraTools are added to gatewaytest's catalogue for console tests.
@@ -126,7 +130,10 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		t.Cleanup(sbSrv.Close)
 		downstream = sbSrv.URL
 	}
-	cat, err := catalog.Load([]byte(strings.ReplaceAll(gatewaytest.Tools+ExtraTools, "{{SANDBOX}}", downstream)))
+	servers := mcpclient.New(mcpclient.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(servers.Close) // after the gateway's own clean-up, which was registered later
+	cat, err := catalog.LoadWith([]byte(strings.ReplaceAll(gatewaytest.Tools+ExtraTools, "{{SANDBOX}}", downstream)+opts.MCPServers),
+		catalog.Options{MCP: servers})
 	if err != nil {
 		t.Fatalf("consoletest: catalogue: %v", err)
 	}
@@ -146,7 +153,7 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, Worker: "test-worker",
+	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now,
 		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
