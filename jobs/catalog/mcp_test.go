@@ -136,3 +136,17 @@ func TestMCPServerProblems(t *testing.T) {
 		require.ErrorContains(t, err, "cannot start MCP servers")
 	})
 }
+
+// TestMCPServerOlderDraftSchema: an upstream inputSchema that declares draft-07 with $schema is
+// validated as draft-07 (its array form of items is a tuple), not refused as bad 2020-12.
+func TestMCPServerOlderDraftSchema(t *testing.T) {
+	l := &listed{tools: map[string][]catalog.UpstreamTool{"old": {{Name: "pair", Description: "A pair.", InputSchema: map[string]any{
+		"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+		"properties": map[string]any{"pair": map[string]any{"type": "array", "items": []any{map[string]any{"type": "string"}}}},
+	}}}}}
+	c, err := catalog.LoadWith([]byte("mcp_servers:\n  - name: old\n    command: [x]\n"), catalog.Options{MCP: l})
+	require.NoError(t, err)
+	tool, _ := c.Get("old.pair")
+	assert.Empty(t, tool.ValidateParams(map[string]any{"pair": []any{"a", 1}}), "a tuple: only the first item is a string")
+	assert.NotEmpty(t, tool.ValidateParams(map[string]any{"pair": []any{1}}))
+}
