@@ -85,9 +85,19 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	// against this transaction's own UPDATE of that row: either the flag committed first and
 	// this transaction's row carries it, or the watcher's UPDATE waited for this commit and
 	// reads its outcome.
-	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id = ANY(?::text[]) AND watched) " +
+	//
+	// One parameter per id (IN (?, ?)), not one array (= ANY(?)): a generic plan of a
+	// statement cannot know an array's length, assumes ten ids and, on a ledger that looked
+	// empty when it was planned, prefers reading the whole table to ten probes; with the ids
+	// counted it probes operations_watched, which holds only the watched rows
+	// (TestHotStatementsDoNotSeqScanAnUnanalyzedLedger).
+	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id IN ? AND watched) " +
 		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL)")
-	args = append(args, notifyChannel, idArray(changed), announcedTenants(p.announcements))
+	ids := changed
+	if len(ids) == 0 {
+		ids = []string{""} // no operation has the empty id
+	}
+	args = append(args, notifyChannel, ids, announcedTenants(p.announcements))
 	subscribed, err := flushRow(tx, q.String(), args)
 	if err != nil {
 		return fmt.Errorf("ledger: write events and notify: %w", err)
@@ -100,10 +110,6 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 
 // flushEventRows is how many events flush writes in its one statement (9 parameters each).
 const flushEventRows = 1000
-
-// idArray spells operation ids as one PostgreSQL text[] parameter, however many there are.
-// Operation ids are ULID-based: nothing in them needs quoting.
-func idArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }
 
 // announcedTenants lists the distinct tenants of announcements, never empty (no tenant is
 // named "").

@@ -272,6 +272,12 @@ ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
 	// which idemgate's /mcp replays as it came; result keeps what the JSON API answers. NULL
 	// for HTTP tools, so their operations write nothing more.
 	{17, "upstream result", `ALTER TABLE operations ADD COLUMN upstream_result TEXT;`},
+	// The events flush asks which changed operations a waiter of another replica watches
+	// (models/flush.go). On the primary key alone, a generic plan made while the ledger was
+	// empty read the whole table in every state-changing transaction (issue 27: 36,386
+	// sequential scans for 25,000 operations); this index holds only the watched rows, so
+	// every plan of that question reads it, and an operation nobody watches costs it nothing.
+	{18, "watched operations", `CREATE INDEX operations_watched ON operations (id) WHERE watched;`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation
