@@ -47,6 +47,10 @@ Usage:
                                                           (value: first line of standard input; needs IDEMGATE_DATA_KEY)
   idemgate secret list [--tenant T] | secret delete --tenant T NAME
                                                           names and when each was set, never values
+  idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME]
+  idemgate tools import --mcp-command CMD | --mcp-url URL [--connection NAME] [--name NAME]
+                                                          print a tools file to review, from an OpenAPI
+                                                          document or an MCP server's tools (writes no file)
   idemgate datakey generate                               print a new data key for IDEMGATE_DATA_KEY
   idemgate datakey rotate [--tools FILE]                  seal every stored sensitive value under
                                                           IDEMGATE_DATA_KEY (old keys in IDEMGATE_DATA_KEYS_OLD)
@@ -112,6 +116,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.datakey(ctx, args[1:])
 	case "secret":
 		return env.secret(ctx, args[1:])
+	case "tools":
+		return env.tools(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

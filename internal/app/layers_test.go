@@ -16,7 +16,7 @@ const module = "github.com/idemgate/idemgate/"
 var layers = [][]string{
 	{"cmd/", "examples/", "e2e", "internal/openapispec/openapigen"},
 	{"internal/consoletest", "internal/proctest"},
-	{"internal/gatewaytest", "internal/openapispec"},
+	{"internal/gatewaytest", "internal/openapispec", "internal/toolsimport"},
 	{"internal/app"},
 	{"web"},
 	{"web/telemetry"},

@@ -1,0 +1,390 @@
+package toolsimport
+
+import (
+	"fmt"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgate/idemgate/jobs/catalog"
+)
+
+// idempotencyHeader is the header the IETF draft (and Stripe, Adyen, PayPal …) name for an
+// idempotency key. Only a header parameter of that name (in any case) becomes
+// idempotency_header: a key the API ignores would make the gateway retry ambiguous writes as
+// if they were safe.
+const idempotencyHeader = "Idempotency-Key"
+
+// buildTool makes the tool for one operation. base is what its path is appended to.
+func buildTool(o operation, prefix, connection, base string) HTTPTool {
+	b := &toolBuilder{conv: &schemaConverter{}, props: map[string]any{}}
+	t := HTTPTool{
+		Name:        toolName(prefix, o.id()),
+		Description: describe(o),
+		Effect:      effectOf(o.method),
+		HTTP:        HTTPSpec{Connection: connection, Method: o.method},
+	}
+	b.note("%s %s (operationId %s)", o.method, o.path, orNone(o.op.OperationID))
+	if t.Name != prefix+"."+snakeCase(o.id()) {
+		b.note("name shortened: OpenAI and Anthropic take at most %d characters, with each \".\" written \"__\"", catalog.MaxFunctionNameLen)
+	}
+	if o.op.Deprecated {
+		b.note("deprecated in the document")
+	}
+	// The body first: its fields' names are the downstream's, while the names of path and
+	// query params are only ours, so those give way when they clash.
+	t.HTTP.Body = b.body(o)
+	idents := b.params(o)
+	target := pathParam.ReplaceAllStringFunc(o.path, func(sub string) string {
+		name := strings.Trim(sub, "{}")
+		ident, ok := idents[name]
+		if !ok {
+			// A {name} in the path that no parameter declares: still a param the URL needs.
+			ident = b.ident(paramIdent(name), "_path")
+			idents[name] = ident
+			b.props[ident] = map[string]any{"type": "string"}
+			b.required = append(b.required, ident)
+			b.inURL = append(b.inURL, ident)
+			b.note("the path's {%s} is declared by no parameter: taken as a string", name)
+		}
+		return "{{.Params." + ident + "}}"
+	})
+	t.HTTP.URL = base + target + b.query
+	if len(b.inURL) > 0 && t.HTTP.Body != catalog.BodyNone && o.method != http.MethodGet {
+		b.note("idemgate sends every param in the body as well, %s included: an API that refuses unknown body fields refuses these calls",
+			strings.Join(b.inURL, ", "))
+	}
+	switch {
+	case b.idempotencyHeader != "":
+		t.HTTP.IdempotencyHeader = b.idempotencyHeader
+	case t.Effect == string(catalog.EffectWrite):
+		t.HTTP.SuggestedIdempotencyHeader = idempotencyHeader
+	}
+	t.ParamsSchema = b.schema()
+	if b.conv.cut > 0 {
+		b.note("params_schema: %d schema(s) not expanded further (recursive, or nested too deep): see their $comment", b.conv.cut)
+	}
+	if len(b.conv.dropped) > 0 {
+		b.note("params_schema: left out pattern(s) Go's regular expressions cannot compile: %s", strings.Join(b.conv.dropped, " "))
+	}
+	t.Notes = b.notes
+	return t
+}
+
+// pathParam finds the {name}s of a path template.
+var pathParam = regexp.MustCompile(`\{[^{}]+\}`)
+
+// toolBuilder gathers one tool's params_schema, URL and notes.
+type toolBuilder struct {
+	conv              *schemaConverter
+	props             map[string]any
+	required          []string
+	additional        any    // the body's additionalProperties, nil when it says none
+	bodyless          bool   // the operation sends nothing but its URL
+	query             string // "?a={{.Params.a}}&…"
+	inURL             []string
+	idempotencyHeader string
+	notes             []string
+}
+
+func (b *toolBuilder) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+// schema is the params_schema: one object with every param. An operation with no body takes
+// no params but those of its URL, so any other is refused rather than silently dropped.
+func (b *toolBuilder) schema() map[string]any {
+	s := map[string]any{"type": "object", "properties": b.props}
+	if len(b.required) > 0 {
+		s["required"] = b.required
+	}
+	switch {
+	case b.bodyless:
+		s["additionalProperties"] = false
+	case b.additional != nil:
+		s["additionalProperties"] = b.additional
+	}
+	return s
+}
+
+// body adds the request body's fields and returns the http.body to send them with.
+func (b *toolBuilder) body(o operation) string {
+	rb := o.op.RequestBody
+	if rb == nil || rb.Value == nil || len(rb.Value.Content) == 0 {
+		b.bodyless = true
+		if o.method == http.MethodGet {
+			return ""
+		}
+		return catalog.BodyNone
+	}
+	mediaType, mt := pickMedia(rb.Value.Content)
+	encoding := ""
+	switch {
+	case mt == nil:
+		b.note("request body left out: idemgate sends JSON or form bodies, the document offers %s", strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), ", "))
+		b.bodyless = true
+		return noBodyFor(o.method)
+	case mediaType == formMedia:
+		encoding = catalog.BodyForm
+	}
+	s, ok := b.conv.convert(mt.Schema).(map[string]any)
+	if ok {
+		flattenAllOf(s)
+	}
+	props, _ := s["properties"].(map[string]any)
+	if !ok || (props == nil && !isObject(s)) {
+		b.note("request body left out: its schema is not an object with properties, and params are one object")
+		b.bodyless = true
+		return noBodyFor(o.method)
+	}
+	if len(props) == 0 && s["additionalProperties"] == false {
+		b.bodyless = true // Stripe's GET and DELETE declare an empty form body
+		return noBodyFor(o.method)
+	}
+	if o.method == http.MethodGet {
+		b.note("request body left out: a GET sends none")
+		b.bodyless = true
+		return ""
+	}
+	for name, p := range props {
+		b.props[name] = p
+	}
+	if req, ok := s["required"].([]string); ok {
+		b.required = append(b.required, req...)
+	}
+	b.additional = s["additionalProperties"]
+	if b.additional == nil && len(props) == 0 {
+		b.additional = true // a free-form object body: any params go
+	}
+	return encoding
+}
+
+func noBodyFor(method string) string {
+	if method == http.MethodGet {
+		return ""
+	}
+	return catalog.BodyNone
+}
+
+// params adds the path and query parameters, and returns the idents of the path's, by name.
+// Header and cookie parameters cannot be params (only the URL and body are made from them),
+// except the idempotency key's header, which the gateway fills itself.
+func (b *toolBuilder) params(o operation) map[string]string {
+	idents := map[string]string{}
+	var leftQuery, leftHeader, leftCookie []string
+	for _, p := range mergedParams(o.item.Parameters, o.op.Parameters) {
+		switch p.In {
+		case openapi3.ParameterInPath:
+			ident := b.ident(paramIdent(p.Name), "_path")
+			b.props[ident] = b.paramSchema(p)
+			b.required = append(b.required, ident)
+			b.inURL = append(b.inURL, ident)
+			idents[p.Name] = ident
+		case openapi3.ParameterInQuery:
+			s := b.paramSchema(p)
+			if !p.Required || !isScalar(s) {
+				// A URL takes a param only as {{.Params.x}}, which an absent param (or a
+				// list or object) cannot fill.
+				leftQuery = append(leftQuery, p.Name)
+				continue
+			}
+			ident := b.ident(paramIdent(p.Name), "_query")
+			b.props[ident] = s
+			b.required = append(b.required, ident)
+			b.inURL = append(b.inURL, ident)
+			sep := "?"
+			if b.query != "" {
+				sep = "&"
+			}
+			b.query += sep + url.QueryEscape(p.Name) + "={{.Params." + ident + "}}"
+		case openapi3.ParameterInHeader:
+			if strings.EqualFold(p.Name, idempotencyHeader) {
+				b.idempotencyHeader = p.Name
+			} else {
+				leftHeader = append(leftHeader, p.Name)
+			}
+		case openapi3.ParameterInCookie:
+			leftCookie = append(leftCookie, p.Name)
+		}
+	}
+	if len(leftQuery) > 0 {
+		b.note("left out: the query parameters %s (optional, or not a string, number or boolean: a URL takes a param only as {{.Params.x}}, which an absent one cannot fill)",
+			strings.Join(leftQuery, ", "))
+	}
+	if len(leftHeader) > 0 {
+		b.note("left out: the header parameters %s (fixed values go in the connection's headers or http.headers)", strings.Join(leftHeader, ", "))
+	}
+	if len(leftCookie) > 0 {
+		b.note("left out: the cookie parameters %s", strings.Join(leftCookie, ", "))
+	}
+	return idents
+}
+
+// ident returns name, or name+suffix when a param already has that name.
+func (b *toolBuilder) ident(name, suffix string) string {
+	for _, ok := b.props[name]; ok; _, ok = b.props[name] {
+		name += suffix
+	}
+	return name
+}
+
+// paramSchema is a parameter's schema (from schema, or from its one content entry), with the
+// parameter's description.
+func (b *toolBuilder) paramSchema(p *openapi3.Parameter) any {
+	ref := p.Schema
+	if ref == nil {
+		for _, mt := range p.Content {
+			if mt != nil {
+				ref = mt.Schema
+				break
+			}
+		}
+	}
+	s := b.conv.convert(ref)
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s
+	}
+	if _, has := m["description"]; !has && p.Description != "" {
+		m["description"] = p.Description
+	}
+	if p.Deprecated {
+		m["deprecated"] = true
+	}
+	return m
+}
+
+// mergedParams are the path item's parameters with the operation's overriding those of the
+// same name and place, as OpenAPI says.
+func mergedParams(item, op openapi3.Parameters) []*openapi3.Parameter {
+	var out []*openapi3.Parameter
+	overridden := func(p *openapi3.Parameter) bool {
+		return slices.ContainsFunc(op, func(r *openapi3.ParameterRef) bool {
+			return r != nil && r.Value != nil && r.Value.Name == p.Name && r.Value.In == p.In
+		})
+	}
+	for _, r := range item {
+		if r != nil && r.Value != nil && !overridden(r.Value) {
+			out = append(out, r.Value)
+		}
+	}
+	for _, r := range op {
+		if r != nil && r.Value != nil {
+			out = append(out, r.Value)
+		}
+	}
+	return out
+}
+
+const formMedia = "application/x-www-form-urlencoded"
+
+// pickMedia chooses the body's media type: JSON when offered (the gateway's default, and it
+// keeps types), else a form; nil when the document offers neither.
+func pickMedia(content openapi3.Content) (string, *openapi3.MediaType) {
+	var form *openapi3.MediaType
+	for _, name := range slices.Sorted(maps.Keys(content)) {
+		base, _, err := mime.ParseMediaType(name)
+		if err != nil || content[name] == nil {
+			continue
+		}
+		switch {
+		case base == "application/json" || strings.HasSuffix(base, "+json"):
+			return "application/json", content[name]
+		case base == formMedia:
+			form = content[name]
+		}
+	}
+	if form != nil {
+		return formMedia, form
+	}
+	return "", nil
+}
+
+// flattenAllOf merges an allOf of object schemas into s, the common way of extending a body.
+func flattenAllOf(s map[string]any) {
+	list, ok := s["allOf"].([]any)
+	if !ok {
+		return
+	}
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	req, _ := s["required"].([]string)
+	for _, sub := range list {
+		m, ok := sub.(map[string]any)
+		if !ok || !isObject(m) || m["anyOf"] != nil || m["oneOf"] != nil || m["allOf"] != nil {
+			return // not a plain extension: keep allOf as it is
+		}
+	}
+	for _, sub := range list {
+		m := sub.(map[string]any)
+		if p, ok := m["properties"].(map[string]any); ok {
+			for k, v := range p {
+				props[k] = v
+			}
+		}
+		if r, ok := m["required"].([]string); ok {
+			req = append(req, r...)
+		}
+	}
+	delete(s, "allOf")
+	s["type"] = "object"
+	s["properties"] = props
+	if len(req) > 0 {
+		s["required"] = req
+	}
+}
+
+func isObject(s map[string]any) bool {
+	return s["type"] == "object" || s["properties"] != nil
+}
+
+// isScalar says whether a schema's values can be written in a URL: a string, number, integer
+// or boolean.
+func isScalar(s any) bool {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return false
+	}
+	t, _ := m["type"].(string)
+	return t == "string" || t == "integer" || t == "number" || t == "boolean"
+}
+
+// describe is the tool's description: the operation's summary, else the first sentence or
+// line of its description without markup, else its method and path.
+func describe(o operation) string {
+	if s := strings.TrimSpace(o.op.Summary); s != "" {
+		return s
+	}
+	text := strings.TrimSpace(htmlTag.ReplaceAllString(o.op.Description, ""))
+	if first, _, _ := strings.Cut(text, "\n"); strings.TrimSpace(first) != "" {
+		return strings.TrimSpace(first)
+	}
+	return o.method + " " + o.path
+}
+
+var htmlTag = regexp.MustCompile(`<[^>]*>`)
+
+// effectOf is the effect SPEC §4b gives an HTTP method.
+func effectOf(method string) string {
+	switch method {
+	case http.MethodGet:
+		return string(catalog.EffectRead)
+	case http.MethodPut, http.MethodDelete:
+		return string(catalog.EffectIdempotent)
+	}
+	return string(catalog.EffectWrite)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
