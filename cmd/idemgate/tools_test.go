@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -143,6 +144,16 @@ func TestToolsImportMCPMemory(t *testing.T) {
 	assert.Contains(t, r.stdout, "      # Read Graph: Read the entire knowledge graph\n      - upstream: read_graph\n")
 	assert.Contains(t, r.stdout, "# Create Entities: Create multiple new entities in the knowledge graph\n")
 	assert.Contains(t, r.stdout, "from the MCP server memory-server", "the server's own name, in the header")
+
+	// A valid entry: the file as printed starts a catalogue, the server started and asked.
+	servers := mcpclient.New(mcpclient.Config{})
+	defer servers.Close()
+	cat, err := catalog.LoadWith([]byte(r.stdout), catalog.Options{MCP: servers})
+	require.NoError(t, err, r.stdout)
+	read, ok := cat.Get("memory.read_graph")
+	require.True(t, ok, "%v", cat.Names())
+	assert.Equal(t, catalog.EffectRead, read.Effect)
+	assert.Len(t, cat.Names(), 9)
 }
 
 // shellQuote quotes s for SplitCommand, as a shell would take it.
