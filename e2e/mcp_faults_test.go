@@ -38,6 +38,10 @@ mcp_servers:
         # loaded machine): calls while it is down are not sent, and count as attempts.
         retry: {max_attempts: 8, initial_backoff: 100ms, max_backoff: 1s}
       - upstream: find_charge
+      - upstream: charge_keyed
+        name: pay.charge_by_argument
+        idempotency_argument: idempotency_key
+        honours_key: true
 `
 
 func faultGateway(t *testing.T, d models.Dialect) (*gatewaytest.Gateway, mcptest.State) {
@@ -153,4 +157,25 @@ func downstreamKeyOf(t *testing.T, g *gatewaytest.Gateway, id string) string {
 	op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
 	require.NoError(t, err)
 	return op.DownstreamKeySent()
+}
+
+// TestMCPIdempotencyArgument: a tool with idempotency_argument gets the downstream key in that
+// argument too (as Square's tools take it), beside _meta. Both engines.
+func TestMCPIdempotencyArgument(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g, state := faultGateway(t, d)
+		r := g.Submit(t, "charge-arg", "pay.charge_by_argument", `{"amount":75}`, nil)
+		op := requireOp(t, r, http.StatusCreated)
+		require.Equal(t, "SUCCEEDED", op["state"], "%s", r.Body)
+		effects, err := state.Effects()
+		require.NoError(t, err)
+		require.Len(t, effects, 1)
+		key := downstreamKeyOf(t, g, op["id"].(string))
+		assert.Equal(t, key, effects[0].Key, "in _meta")
+		assert.Equal(t, key, effects[0].ArgumentKey, "and in the named argument")
+		// An agent may not set it: the params are its own, the key is the gateway's.
+		bad := g.Submit(t, "charge-arg-2", "pay.charge_by_argument", `{"amount":75,"idempotency_key":"mine"}`, nil)
+		assert.Equal(t, http.StatusBadRequest, bad.Status, "%s", bad.Body)
+	})
 }

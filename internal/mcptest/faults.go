@@ -28,6 +28,9 @@ const EnvState = "IDEMGATE_MCPTEST_STATE"
 // Effect is one charge the server made.
 type Effect struct {
 	Key    string `json:"key"` // the downstream key it was sent with (_meta)
+	// ArgumentKey is the idempotency_key argument it was sent, "" for none (a server that,
+	// like Square's, takes the key as an argument).
+	ArgumentKey string `json:"argument_key,omitempty"`
 	ID     string `json:"charge_id"`
 	Amount int    `json:"amount"`
 }
@@ -113,7 +116,8 @@ func (s *server) commit(e Effect) error {
 }
 
 type chargeArgs struct {
-	Amount int `json:"amount"`
+	Amount         int    `json:"amount"`
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // charge makes a charge. keyed: a charge already made under the call's downstream key is
@@ -144,7 +148,7 @@ func (s *server) charge(keyed bool) mcp.ToolHandler {
 			s.mu.Unlock()
 			return nil, err
 		}
-		e := Effect{Key: key, ID: fmt.Sprintf("ch_%d", len(effects)+1), Amount: args.Amount}
+		e := Effect{Key: key, ArgumentKey: args.IdempotencyKey, ID: fmt.Sprintf("ch_%d", len(effects)+1), Amount: args.Amount}
 		if err := s.commit(e); err != nil {
 			s.mu.Unlock()
 			return nil, err

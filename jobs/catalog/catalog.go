@@ -143,8 +143,15 @@ func (t *Tool) HonoursKey() bool {
 	return t.HTTP.IdempotencyHeader != "" || t.HTTP.IdempotencyParam != ""
 }
 
-// KeyParams are the body pointers where the downstream key is written.
+// KeyParams are the body pointers where the downstream key is written (for a tool of an MCP
+// server, its idempotency_argument): an agent's params may not set them.
 func (t *Tool) KeyParams() []string {
+	if t.MCP != nil {
+		if t.MCP.IdempotencyArgument == "" {
+			return nil
+		}
+		return []string{"/" + t.MCP.IdempotencyArgument} // argumentRE admits no "/" or "~"
+	}
 	var out []string
 	for _, p := range []string{t.HTTP.IdempotencyParam, t.HTTP.ReferenceParam} {
 		if p != "" {

@@ -390,7 +390,7 @@ func buildMCPTool(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) (*Tool,
 		raw.Effect = string(UpstreamEffect(u))
 	}
 	if raw.ParamsSchema == nil {
-		raw.ParamsSchema = upstreamInputSchema(u.InputSchema)
+		raw.ParamsSchema = withoutArgument(upstreamInputSchema(u.InputSchema), w.IdempotencyArgument)
 	}
 	ec := &collector{index: index, tool: raw.Name}
 	t := validateCommon(&raw, ec, func(t *Tool) {
@@ -433,6 +433,31 @@ func upstreamInputSchema(in map[string]any) map[string]any {
 		out[k] = v
 	}
 	out["type"] = "object"
+	return out
+}
+
+// withoutArgument is schema without the property name, which the gateway fills (the
+// downstream key, for an idempotency_argument) and an agent may not send: a server such as
+// Square's requires it, and the agent could not call the tool otherwise.
+func withoutArgument(schema map[string]any, name string) map[string]any {
+	props, ok := schema["properties"].(map[string]any)
+	if name == "" || !ok {
+		return schema
+	}
+	out := make(map[string]any, len(schema))
+	for k, v := range schema {
+		out[k] = v
+	}
+	kept := make(map[string]any, len(props))
+	for k, v := range props {
+		if k != name {
+			kept[k] = v
+		}
+	}
+	out["properties"] = kept
+	if req, ok := schema["required"].([]any); ok {
+		out["required"] = slices.DeleteFunc(slices.Clone(req), func(v any) bool { return v == name })
+	}
 	return out
 }
 

@@ -150,3 +150,21 @@ func TestMCPServerOlderDraftSchema(t *testing.T) {
 	assert.Empty(t, tool.ValidateParams(map[string]any{"pair": []any{"a", 1}}), "a tuple: only the first item is a string")
 	assert.NotEmpty(t, tool.ValidateParams(map[string]any{"pair": []any{1}}))
 }
+
+// TestMCPIdempotencyArgumentLeavesTheSchema: the argument the gateway fills with the downstream
+// key is not asked of agents, even where the upstream requires it (Square's tools do), and an
+// agent may not set it.
+func TestMCPIdempotencyArgumentLeavesTheSchema(t *testing.T) {
+	l := &listed{tools: map[string][]catalog.UpstreamTool{"sq": {{Name: "CreatePayment", Description: "Pay.", InputSchema: map[string]any{
+		"type": "object", "required": []any{"amount", "idempotency_key"},
+		"properties": map[string]any{"amount": map[string]any{"type": "integer"}, "idempotency_key": map[string]any{"type": "string"}},
+	}}}}}
+	c, err := catalog.LoadWith([]byte("mcp_servers:\n  - name: sq\n    command: [x]\n    tools:\n      - upstream: CreatePayment\n        idempotency_argument: idempotency_key\n"), catalog.Options{MCP: l})
+	require.NoError(t, err)
+	tool, _ := c.Get("sq.createpayment")
+	assert.Empty(t, tool.ValidateParams(map[string]any{"amount": 1}))
+	assert.NotContains(t, tool.ParamsSchemaRaw["properties"], "idempotency_key")
+	assert.Equal(t, []any{"amount"}, tool.ParamsSchemaRaw["required"])
+	assert.Equal(t, []string{"/idempotency_key"}, tool.KeyParams())
+	assert.Contains(t, l.tools["sq"][0].InputSchema["required"], "idempotency_key", "the upstream's schema is not changed")
+}
