@@ -27,12 +27,12 @@ const EnvState = "IDEMGATE_MCPTEST_STATE"
 
 // Effect is one charge the server made.
 type Effect struct {
-	Key    string `json:"key"` // the downstream key it was sent with (_meta)
+	Key string `json:"key"` // the downstream key it was sent with (_meta)
 	// ArgumentKey is the idempotency_key argument it was sent, "" for none (a server that,
 	// like Square's, takes the key as an argument).
 	ArgumentKey string `json:"argument_key,omitempty"`
-	ID     string `json:"charge_id"`
-	Amount int    `json:"amount"`
+	ID          string `json:"charge_id"`
+	Amount      int    `json:"amount"`
 }
 
 // State is a server's directory, read and cued by a test.
