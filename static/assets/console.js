@@ -216,7 +216,23 @@
       }
       return;
     }
+    // g goes to the review queue from any page that has it in its menu.
+    var queue = document.querySelector('[data-testid="nav-reviews"]');
+    if (ev.key === "g" && queue && rows().length === 0) {
+      ev.preventDefault();
+      window.location.assign(queue.getAttribute("href"));
+      return;
+    }
     if (rows().length > 0) {
+      // t ticks (or unticks) the marked review for a decision on many.
+      if (ev.key === "t" && marked) {
+        var pick = document.querySelector('[data-review-id="' + marked + '"] [data-testid="bulk-pick"]');
+        if (pick) {
+          ev.preventDefault();
+          pick.click();
+        }
+        return;
+      }
       if (ev.key === "j" || ev.key === "k") {
         ev.preventDefault();
         mark(ev.key === "j" ? 1 : -1);
