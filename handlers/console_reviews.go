@@ -30,6 +30,22 @@ var reasonLabels = map[string]string{
 	models.ReasonManual:               "Handed over by a person",
 }
 
+// reasonStates are the states review reasons imply: a queue row whose operation is in that
+// state says why it waits once, by its state badge, not again in words.
+var reasonStates = map[string]models.State{
+	models.ReasonUnknownOutcome:       models.StateUnknown,
+	models.ReasonApprovalRequired:     models.StateAwaitingApproval,
+	models.ReasonCompensationApproval: models.StateAwaitingApproval,
+}
+
+// reasonShort name review reasons in a queue row's few words; the full label is its title.
+var reasonShort = map[string]string{
+	models.ReasonUnknownOutcome:       "Outcome unknown",
+	models.ReasonApprovalRequired:     "Approval",
+	models.ReasonCompensationApproval: "Undo approval",
+	models.ReasonManual:               "Handed over",
+}
+
 // reasonLabel is the label of a review reason; an unknown reason shows as it is.
 func reasonLabel(r string) string {
 	if l, ok := reasonLabels[r]; ok {
@@ -38,14 +54,15 @@ func reasonLabel(r string) string {
 	return r
 }
 
-// Reviews shows the open reviews, oldest first, with filters by tenant, tool and reason.
+// Reviews shows the open reviews, oldest first or by amount (sort=), with filters by tenant,
+// tool, reason and claim.
 func (h *Console) Reviews(c echo.Context) error {
 	v, err := currentViewer(c)
 	if err != nil {
 		return err
 	}
-	f := reviewFilter(c)
-	list, err := h.reviewList(c, v, f)
+	f, order := reviewFilter(c), reviewSort(c.QueryParam("sort"))
+	list, err := h.reviewList(c, v, f, order)
 	if err != nil {
 		return err
 	}
@@ -59,6 +76,7 @@ func (h *Console) Reviews(c echo.Context) error {
 		Tools:   options(h.Catalog.Names(), f.Tool),
 		Reasons: reasonOptions(f.Reason),
 		Claims:  claimOptions(f.Claims),
+		Sorts:   sortOptions(order),
 		List:    list,
 		Bulk:    bulkBar(v, "reviews", reviewQuery(c.QueryParams()), len(list.Items), list.More),
 	}
@@ -75,14 +93,17 @@ func (h *Console) ReviewList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := h.reviewList(c, v, reviewFilter(c))
+	list, err := h.reviewList(c, v, reviewFilter(c), reviewSort(c.QueryParam("sort")))
 	if err != nil {
 		return err
 	}
 	return renderPage(c, http.StatusOK, views.ReviewListFragment(list))
 }
 
-func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (views.ReviewList, error) {
+// reviewList is the queue's list: the open reviews matching f, oldest first, then in order
+// (reviewSorts) when it is another. The ledger returns at most reviewsShown of the oldest;
+// another order sorts those.
+func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, order string) (views.ReviewList, error) {
 	f.Viewer = v.Person()
 	items, more, err := h.Ledger.ReviewQueue(c.Request().Context(), v.Scope, f)
 	if err != nil {
@@ -90,6 +111,9 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 	}
 	now := h.now()
 	q := reviewQuery(url.Values{"tenant": {f.Tenant}, "tool": {f.Tool}, "reason": {f.Reason}, "claims": {f.Claims}})
+	if order != sortWaiting {
+		q.Set("sort", order)
+	}
 	every := h.RefreshEvery
 	if every <= 0 {
 		every = defaultRefresh
@@ -114,17 +138,29 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter) (
 	if err != nil {
 		return views.ReviewList{}, err
 	}
+	rows := make([]queued, 0, len(items))
 	for _, it := range items {
 		op := views.OperationRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Tenant: it.Tenant,
 			Key: it.Key, Tool: it.Tool, State: string(it.State)}
-		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason),
-			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt))}
+		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason), ReasonShort: reasonShort[it.Reason],
+			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt)),
+			ShowReason: reasonStates[it.Reason] != it.State}
 		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
 		if it.Compensates != nil {
 			row.Label = compensationLabel(undoneKeys[*it.Compensates], row.Summary, row.SummaryIsParams)
 		}
+		if row.ReasonShort == "" {
+			row.ReasonShort = row.Reason
+		}
 		h.queueClaimAndDeadline(&row, it, v, now)
-		l.Items = append(l.Items, row)
+		at := stakesFor(h.Catalog, it.Tool, it.Params, it.Key, it.Tenant)
+		rows = append(rows, queued{row: row, minor: at.Minor, currency: at.Currency})
+	}
+	if order == sortAmount {
+		sortByAmount(rows)
+	}
+	for _, r := range rows {
+		l.Items = append(l.Items, r.row)
 	}
 	return l, nil
 }
@@ -182,7 +218,7 @@ func reviewFilter(c echo.Context) models.ReviewFilter {
 }
 
 // reviewFields are the queue's filters, by their name in the query (see reviewFilter).
-var reviewFields = []string{"tenant", "tool", "reason", "claims"}
+var reviewFields = []string{"tenant", "tool", "reason", "claims", "sort"}
 
 // reviewQuery is q's queue filters alone, without empty values: what a saved view keeps.
 func reviewQuery(q url.Values) url.Values { return pick(q, reviewFields) }
@@ -202,10 +238,9 @@ func (h *Console) queueClaimAndDeadline(row *views.ReviewRow, it models.QueueIte
 	case !held:
 		row.ClaimFree = true
 	case holder.Is(v.Person()):
-		row.ClaimMine = true
-		row.Claim = "You have it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
+		row.ClaimMine, row.ClaimLeft = true, views.Age(it.ClaimedUntil.Sub(now))
 	default:
-		row.Claim = holder.Name() + " has it · " + views.Age(it.ClaimedUntil.Sub(now)) + " left"
+		row.ClaimBy, row.ClaimLeft = holder.Name(), views.Age(it.ClaimedUntil.Sub(now))
 	}
 	row.Lapses, row.LapsesSoon = h.approvalLapse(it.State, it.Tool, it.OpCreatedAt, now)
 }

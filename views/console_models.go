@@ -85,6 +85,7 @@ type ReviewsPage struct {
 	Tools   []Option
 	Reasons []Option
 	Claims  []Option
+	Sorts   []Option // the queue's orders (sort=)
 	List    ReviewList
 	Views   SavedViews
 	Bulk    *BulkBar // nil for those who may not decide
@@ -115,14 +116,17 @@ type ReviewList struct {
 // the params shortened), where an approval stands ("1 of 2"), what the signed-in reviewer
 // already did (You), and for a compensation why it was proposed.
 type ReviewRow struct {
-	ID        string
-	Tenant    string
-	Reason    string
-	Opened    Time
-	OpenedBy  string
-	Operation OperationRow
-	Age       string
-	Summary   string
+	ID     string
+	Tenant string
+	// Reason is why the review is open, in full ("Compensation needs approval"); ReasonShort
+	// says it in a queue row's few words ("Undo approval").
+	Reason      string
+	ReasonShort string
+	Opened      Time
+	OpenedBy    string
+	Operation   OperationRow
+	Age         string
+	Summary     string
 	// SummaryIsParams is set when Summary is the params themselves (the tool has no summary).
 	SummaryIsParams bool
 	// Label names the operation for people where its key does not ("Undo support-5514"); ""
@@ -134,15 +138,21 @@ type ReviewRow struct {
 	You            string
 	ProposerReason string
 	Proposer       string
-	// Claim says who has taken the review and for how long ("" when nobody has);
-	// ClaimMine and ClaimFree say which button the row offers: give back, or take.
-	Claim     string
+	// ClaimBy names who has taken the review ("" when nobody has; the viewer's own claim is
+	// ClaimMine) and ClaimLeft for how long ("27 min"); ClaimMine and ClaimFree say which
+	// button the row offers: give back, or take.
+	ClaimBy   string
+	ClaimLeft string
 	ClaimMine bool
 	ClaimFree bool
 	// Lapses counts down an approval's window ("lapses in 40 min"); LapsesSoon marks it
 	// within the warning time, when review.expiring has gone out.
 	Lapses     string
 	LapsesSoon bool
+	// ShowReason is set when the operation's state does not already say why it waits (an
+	// UNKNOWN outcome, an approval): a row says it once, by its state badge, and names the
+	// reason beside it only when it adds something (a person handed it over).
+	ShowReason bool
 }
 
 // SearchPage is the operation search.

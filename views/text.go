@@ -29,3 +29,17 @@ func paragraphs(text string) [][]segment {
 	}
 	return out
 }
+
+// proseWords splits a sentence that may name identifiers ("Post "http://…/acme-operations":
+// context deadline exceeded") into its words, marking those that look like identifiers (a
+// URL, an email, a key, a dotted or hyphenated name): textWords renders those whole on one
+// line, so that a line never breaks inside one, while the sentence wraps between words.
+func proseWords(s string) []segment {
+	words := strings.Split(s, " ")
+	out := make([]segment, 0, len(words))
+	for _, w := range words {
+		core := strings.TrimRight(w, ".,;:!?)”\"'")
+		out = append(out, segment{Text: w, Code: strings.ContainsAny(core, "/.@_:-")})
+	}
+	return out
+}

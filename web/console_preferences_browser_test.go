@@ -75,9 +75,10 @@ func TestBrowserPreferences(t *testing.T) {
 	assert.Equal(t, utcText, text)
 }
 
-// The keyboard: j and k mark reviews in the queue, Enter opens the marked one, a letter opens
-// a decision's form at its reason (and deciding still needs the reason and a click), "?"
-// shows the shortcuts. A letter typed into the reason is text, not a shortcut.
+// The keyboard: j and k mark reviews in the queue, t ticks the marked one for a decision on
+// many, Enter opens it, a letter opens a decision's form at its reason (and deciding still
+// needs the reason and a click), g goes back to the queue, "?" shows the shortcuts. A letter
+// typed into the reason is text, not a shortcut.
 func TestBrowserKeyboard(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -103,6 +104,13 @@ func TestBrowserKeyboard(t *testing.T) {
 	assert.Equal(t, second.ID, marked(), "the last stays marked")
 	run(t, ctx, key("k"))
 	assert.Equal(t, first.ID, marked())
+	ticked := func() []string {
+		return value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="bulk-pick"]:checked'), (c) => c.value)`))
+	}
+	run(t, ctx, key("t"))
+	assert.Equal(t, []string{first.ID}, ticked(), "t ticks the marked review")
+	run(t, ctx, key("t"))
+	assert.Empty(t, ticked(), "and unticks it")
 
 	run(t, ctx, key("\r"), chromedp.WaitVisible(testID("action-panel")))
 	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+first.ID)
@@ -120,6 +128,8 @@ func TestBrowserKeyboard(t *testing.T) {
 
 	run(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), key("?"))
 	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`document.getElementById('shortcuts').open`)), "? shows the shortcuts")
+	run(t, ctx, key("?"), key("g"), chromedp.WaitVisible(testID("review-table")))
+	assert.True(t, strings.HasSuffix(value(t, ctx, chromedp.Location()), "/reviews"), "g goes to the queue")
 }
 
 // The operation page updates itself in place when its operation changes (no reload: a marker

@@ -8,6 +8,7 @@ import (
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The queue can be scanned: at 1440×900 the first screen holds at least five reviews, the
@@ -30,4 +31,47 @@ func TestBrowserQueueFirstScreen(t *testing.T) {
 	assert.GreaterOrEqual(t, visible, 5, "reviews wholly in the first screen at 1440×900")
 	rowHeight := value(t, ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="review-row"]').getBoundingClientRect().height`))
 	t.Logf("first screen at 1440×900: %d reviews, rows %.0f px high", visible, rowHeight)
+}
+
+// Issue 28, item 7: the queue is scanned as a list. At 1440×900 every row is one line, 48 px
+// at most, whatever it holds (an approval's count, the agent's reason, a claim, a
+// compensation); at 390×844 the first review starts on the first screen, the filters folded
+// above it. sort=amount puts the largest amounts first, those without one last; an order not
+// offered is the default, the longest waiting first.
+func TestBrowserQueueRowsAndOrder(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
+	con.Tenant(t, "acme")
+	con.Tenant(t, "globex-holdings")
+	incidentRows(t, con)
+	pw := con.User(t, "ada@example.com", models.RoleAdmin)
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "ada@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("review-table")), chromedp.EmulateViewport(1440, 900), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
+	heights := value(t, ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll('[data-testid="review-row"]'), (r) => r.getBoundingClientRect().height)`))
+	require.Len(t, heights, 7) // three refunds, two emails, a payout, a compensation
+	for i, h := range heights {
+		assert.LessOrEqual(t, h, 48.0, "row %d at 1440 px", i+1)
+	}
+	t.Logf("rows at 1440×900: %v px", heights)
+
+	summaries := func() []string {
+		return value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-row"]'),
+			(r) => r.querySelector('[data-testid="review-summary"]')?.textContent ?? '')`))
+	}
+	oldest := summaries()
+	run(t, ctx, chromedp.Navigate(con.URL+"/reviews?sort=amount"), chromedp.WaitVisible(testID("review-table")))
+	byAmount := summaries()
+	assert.Equal(t, []string{"4,800.00 EUR for order 7702", "42.00 EUR to order 1044", "42.00 EUR to order 1044", "42.00 EUR to order 1044"}, byAmount[:4])
+	assert.Equal(t, "amount", value(t, ctx, chromedp.Value(testID("filter-sort"))))
+	assert.Contains(t, value(t, ctx, chromedp.AttributeValue(testID("review-list"), "data-auto-refresh")).Value, "sort=amount", "the refresh keeps the order")
+	run(t, ctx, chromedp.Navigate(con.URL+"/reviews?sort=params-%3E%3E%27x%27"), chromedp.WaitVisible(testID("review-table")))
+	assert.Equal(t, oldest, summaries(), "an order not offered is the default")
+
+	run(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
+	first := value(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('[data-testid="review-row"]').getBoundingClientRect();
+		return [r.top, r.bottom]; })()`))
+	assert.Less(t, first[1], 844.0, "the first review is whole on a phone's first screen")
+	t.Logf("first review at 390×844: %.0f–%.0f px", first[0], first[1])
+	screenshot(t, ctx, "phone-queue")
 }

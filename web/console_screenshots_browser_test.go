@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The README's screenshots: the dashboard, the review queue and an UNKNOWN refund's page, over
+// The README's screenshots: the dashboard, the review queue, a payout awaiting approval and an
+// UNKNOWN refund's page, over
 // a day of a demo tenant's history. `IDEMGATE_SCREENSHOTS=docs go test -run
 // TestBrowserScreenshots ./web/` writes them to docs/screenshots/; otherwise they go to the
 // test's temporary directory, and the test only checks the pages.
@@ -36,7 +37,17 @@ func TestBrowserScreenshots(t *testing.T) {
 	run(t, ctx, chromedp.Click(testID("nav-reviews")), chromedp.WaitVisible(testID("review-table")))
 	keys := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-operation-link"]'), (a) => a.textContent)`))
 	assert.Equal(t, []string{"order-1031:email", "order-1043:payout", "order-1044:refund"}, keys, "oldest first")
-	docsScreenshot(t, ctx, "reviews", 640)
+	docsScreenshot(t, ctx, "reviews", 780)
+
+	// The payout awaiting approval leads with its amount, which the approve button names.
+	run(t, ctx, chromedp.EmulateViewport(1280, 900),
+		chromedp.Click(`[data-testid="review-row"]:nth-child(2) `+testID("review-operation-link")),
+		chromedp.WaitVisible(testID("approvals")))
+	assert.Equal(t, "2,500.00 EUR for order 1043", value(t, ctx, chromedp.Text(testID("operation-headline"))))
+	run(t, ctx, chromedp.Click(testID("action-open-approve")), chromedp.WaitVisible(testID("action-submit-approve")))
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("action-submit-approve"))), "Approve 2,500.00 EUR")
+	docsScreenshot(t, ctx, "operation-approval", 1000)
+	run(t, ctx, chromedp.Click(testID("nav-reviews")), chromedp.WaitVisible(testID("review-table")))
 
 	run(t, ctx,
 		chromedp.Click(`[data-operation-id="`+refund.ID+`"] `+testID("review-operation-link")),

@@ -14,6 +14,14 @@
 
   document.documentElement.classList.add("js");
 
+  // On a phone, what is marked data-fold-on-phone (the review queue's filters and tools) starts
+  // folded, so that the list is on the first screen; it opens with one tap.
+  if (window.matchMedia && window.matchMedia("(max-width: 40rem)").matches) {
+    document.querySelectorAll("details[data-fold-on-phone]").forEach(function (d) {
+      d.open = false;
+    });
+  }
+
   // Times in the browser's zone, for a person who chose it (data-times="local", rendered by the
   // server from their preference): every <time datetime> is rewritten in the same format as the
   // UTC one, milliseconds kept where it had them, the zone named after it. The UTC time stays
@@ -208,7 +216,23 @@
       }
       return;
     }
+    // g goes to the review queue from any page that has it in its menu.
+    var queue = document.querySelector('[data-testid="nav-reviews"]');
+    if (ev.key === "g" && queue && rows().length === 0) {
+      ev.preventDefault();
+      window.location.assign(queue.getAttribute("href"));
+      return;
+    }
     if (rows().length > 0) {
+      // t ticks (or unticks) the marked review for a decision on many.
+      if (ev.key === "t" && marked) {
+        var pick = document.querySelector('[data-review-id="' + marked + '"] [data-testid="bulk-pick"]');
+        if (pick) {
+          ev.preventDefault();
+          pick.click();
+        }
+        return;
+      }
       if (ev.key === "j" || ev.key === "k") {
         ev.preventDefault();
         mark(ev.key === "j" ? 1 : -1);
