@@ -93,11 +93,7 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	// (TestHotStatementsDoNotSeqScanAnUnanalyzedLedger).
 	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id IN ? AND watched) " +
 		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL)")
-	ids := changed
-	if len(ids) == 0 {
-		ids = []string{""} // no operation has the empty id
-	}
-	args = append(args, notifyChannel, ids, announcedTenants(p.announcements))
+	args = append(args, notifyChannel, changed, announcedTenants(p.announcements)) // none: IN (NULL)
 	subscribed, err := flushRow(tx, q.String(), args)
 	if err != nil {
 		return fmt.Errorf("ledger: write events and notify: %w", err)

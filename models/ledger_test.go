@@ -16,13 +16,19 @@ func setup(t testing.TB, d models.Dialect) (*models.Ledger, *models.Caller) {
 	t.Helper()
 	ctx := context.Background()
 	l := testdb.Ledger(t, d)
+	return l, agentOf(ctx, t, l)
+}
+
+// agentOf creates tenant acme on l with an API key of principal agent-1, and returns its caller.
+func agentOf(ctx context.Context, t testing.TB, l *models.Ledger) *models.Caller {
+	t.Helper()
 	_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
 	require.NoError(t, err)
 	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
 	require.NoError(t, err)
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
-	return l, c
+	return c
 }
 
 func newOp(c *models.Caller, key string) models.NewOperation {

@@ -35,12 +35,7 @@ func TestHotStatementsDoNotSeqScanAnUnanalyzedLedger(t *testing.T) {
 	t.Cleanup(func() { sqlDB.Close() })
 	sqlDB.SetMaxOpenConns(1)
 	l := models.New(models.Config{DB: db, Dialect: models.Postgres, Key: testdb.Key(t, db)})
-	_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
-	require.NoError(t, err)
-	k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
-	require.NoError(t, err)
-	c, err := l.Authenticate(ctx, k.Secret)
-	require.NoError(t, err)
+	c := agentOf(ctx, t, l)
 	require.NoError(t, db.Exec("ALTER TABLE operations SET (autovacuum_enabled = false)").Error)
 
 	n := 0

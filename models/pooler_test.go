@@ -27,12 +27,7 @@ func TestSessionlessModesStoreParamsAndResultsAsWritten(t *testing.T) {
 			t.Cleanup(func() { sqlDB.Close() })
 			require.NoError(t, models.Migrate(ctx, db, d), "migrations in %s mode", mode)
 			l := models.New(models.Config{DB: db, Dialect: d, Key: testdb.Key(t, db)})
-			_, err = l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme")
-			require.NoError(t, err)
-			k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent-1", nil)
-			require.NoError(t, err)
-			c, err := l.Authenticate(ctx, k.Secret)
-			require.NoError(t, err)
+			c := agentOf(ctx, t, l)
 
 			in := newOp(c, "k1")
 			in.Params = []byte(`{"subject":"it's \"quoted\", a backslash \\ and ünïcode"}`)

@@ -491,34 +491,18 @@ func validateMCPReconcile(t *Tool, raw *rawMCPReconcile, ec *collector) {
 			args = m
 		}
 	}
-	root, err := templatePaths.rebuild(args, "", func(v any, path string) (any, error) {
-		s, ok := v.(string)
-		if !ok {
-			return v, nil
-		}
-		ct, err := parseTemplate(s, reconcileRoots)
-		if err != nil {
-			return nil, &pathError{path, err}
-		}
-		return ct, nil
-	})
+	root, err := compileLeaves(args, "", reconcileRoots)
 	if err != nil {
 		ec.add("reconcile.arguments", err)
 	} else {
 		r.MCP.arguments = &paramsTemplate{root: root.(map[string]any)}
 	}
-	switch p := raw.Found; {
-	case p == "":
+	if raw.Found == "" {
 		// A search tool answers a result whether or not it found anything: without a pointer
 		// to what it found, every look-up would say "it happened".
 		ec.addf("reconcile.found", "required: a JSON pointer into the reconcile tool's structured result that holds a value only when the effect was found")
-	default:
-		if _, err := parsePointer(p); err != nil {
-			ec.addf("reconcile.found", "invalid JSON pointer %q: %v", p, err)
-		} else {
-			r.Found = p
-		}
 	}
+	r.Found = foundPointer(raw.Found, ec)
 	r.Settle = duration(ec, "reconcile.settle", raw.Settle, 0, nonNegative)
 	t.Reconcile = r
 }

@@ -195,7 +195,7 @@ type paramsTemplate struct {
 }
 
 func parseParamsTemplate(params map[string]any) (*paramsTemplate, error) {
-	root, err := compileLeaves(params, "")
+	root, err := compileLeaves(params, "", compensationRoots)
 	if err != nil {
 		return nil, err
 	}
@@ -208,14 +208,14 @@ var templatePaths = treePaths{
 	element: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) },
 }
 
-// compileLeaves parses every string of v as a template.
-func compileLeaves(v any, path string) (any, error) {
+// compileLeaves parses every string of v as a template over roots.
+func compileLeaves(v any, path string, roots map[string]bool) (any, error) {
 	return templatePaths.rebuild(v, path, func(v any, path string) (any, error) {
 		s, ok := v.(string)
 		if !ok {
 			return v, nil
 		}
-		ct, err := parseTemplate(s, compensationRoots)
+		ct, err := parseTemplate(s, roots)
 		if err != nil {
 			return nil, &pathError{path, err}
 		}

@@ -171,15 +171,21 @@ func validateReconcile(t *Tool, raw *rawReconcile, ec *collector) {
 	} else {
 		r.URL, t.reconcileTmpl = src, tmpl
 	}
-	if p := raw.Found; p != "" {
-		if _, err := parsePointer(p); err != nil {
-			ec.addf("reconcile.found", "invalid JSON pointer %q: %v", p, err)
-		} else {
-			r.Found = p
-		}
-	}
+	r.Found = foundPointer(raw.Found, ec)
 	r.Settle = duration(ec, "reconcile.settle", raw.Settle, 0, nonNegative)
 	t.Reconcile = r
+}
+
+// foundPointer checks reconcile.found: "" for none, else a JSON pointer.
+func foundPointer(p string, ec *collector) string {
+	if p == "" {
+		return ""
+	}
+	if _, err := parsePointer(p); err != nil {
+		ec.addf("reconcile.found", "invalid JSON pointer %q: %v", p, err)
+		return ""
+	}
+	return p
 }
 
 func validateRetry(t *Tool, raw *rawRetry, ec *collector) {
