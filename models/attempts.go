@@ -40,9 +40,10 @@ type AttemptOutcome struct {
 }
 
 // FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
-// claim's token and by the attempt's own row, which must still be open. It updates c.Op in place. CodeStale means the lease was lost: recovery decided
-// instead, and this worker's outcome is dropped whole (the attempt row keeps what recovery
-// wrote when it took the lease over).
+// claim's token and by the attempt's own row, which must still be open. It updates c.Op in
+// place. CodeStale means the lease was lost: recovery decided instead, and this worker's
+// outcome is dropped whole (the attempt row keeps what recovery wrote when it took the lease
+// over).
 func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
 	now := l.clock()
 	op, at := c.Op, c.Attempt
@@ -54,14 +55,6 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		out.ErrorMessage = "an earlier attempt may have taken effect; this one ended: " + out.ErrorMessage
 	}
 	return l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
-		if l.dialect == Postgres {
-			// Lock order: the operation's row before its attempt's, as the lease reaper
-			// (ReapExpiredLeases) and every other writer take them. Updating the attempt
-			// first deadlocked with a reaper that held the operation and wanted the attempt.
-			if err := tx.Exec("SELECT 1 FROM operations WHERE id = ? FOR UPDATE", op.ID).Error; err != nil {
-				return nil, err
-			}
-		}
 		fields := map[string]any{"finished_at": now, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {
 			fields["downstream_status"] = out.DownstreamStatus
@@ -71,17 +64,6 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		}
 		if out.TraceID != "" {
 			fields["trace_id"] = out.TraceID
-		}
-		// The attempt must still be open: the fencing token alone is not proof of the claim.
-		// A claim lost with the database (a restore, an asynchronous standby promoted) can
-		// be made again with the same token, by another attempt; this attempt's row is then
-		// missing, or already closed by the reaper.
-		res := tx.Model(&Attempt{}).Where("id = ? AND finished_at IS NULL", at.ID).Updates(fields)
-		if res.Error != nil {
-			return nil, res.Error
-		}
-		if res.RowsAffected != 1 {
-			return nil, &Error{Code: CodeStale, Op: op, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}
 		}
 		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {
@@ -133,7 +115,28 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 				return append(cols, setUpstream(o, out.UpstreamResult)...)
 			}
 		}
-		return []string{op.ID}, l.transition(tx, now, op, ch)
+		// The operation's compare-and-set first, then its attempt's row: that is the lock
+		// order of the lease reaper (ReapExpiredLeases) and of every other writer, the
+		// operation's row before its attempt's (the other order deadlocked with a reaper that
+		// held the operation and wanted the attempt), without a statement of its own to lock.
+		before := *op
+		if err := l.transition(tx, now, op, ch); err != nil {
+			return nil, err
+		}
+		// The attempt must still be open: the fencing token alone is not proof of the claim.
+		// A claim lost with the database (a restore, an asynchronous standby promoted) can
+		// be made again with the same token, by another attempt; this attempt's row is then
+		// missing, or already closed by the reaper. Then nothing of this transaction stays,
+		// and neither does its change of op.
+		res := tx.Model(&Attempt{}).Where("id = ? AND finished_at IS NULL", at.ID).Updates(fields)
+		if res.Error == nil && res.RowsAffected != 1 {
+			res.Error = &Error{Code: CodeStale, Op: &before, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}
+		}
+		if res.Error != nil {
+			*op = before
+			return nil, res.Error
+		}
+		return []string{op.ID}, nil
 	})
 }
 

@@ -17,8 +17,32 @@ import (
 // database's floor (../shared/perf/floor) pays one INSERT for the events and nothing else.
 // Nothing reads an event back within the transaction that appends it.
 type pending struct {
-	events        []Event
+	events []Event
+	// attempts are new attempt rows (insertAttempt), written before the events.
+	attempts      []*Attempt
 	announcements []announcement
+	// forget names the terminal operations whose cached replay answers the transaction
+	// changes (forgetReplays): this process drops them once it has committed.
+	forget []string
+}
+
+// forgetReplays drops the replay answers of terminal operations ids (or forgetAll) from every
+// replica's cache once tx commits: the notification goes out with the commit, and this
+// process drops them as soon as the commit returns (see replayCache).
+func (l *Ledger) forgetReplays(tx *gorm.DB, ids ...string) error {
+	if v, ok := tx.Get(pendingKey); ok {
+		p := v.(*pending)
+		p.forget = append(p.forget, ids...)
+	}
+	if l.dialect != Postgres {
+		return nil
+	}
+	for _, id := range ids {
+		if err := tx.Exec("SELECT pg_notify(?, ?)", replaysChannel, id).Error; err != nil {
+			return fmt.Errorf("ledger: notify the replicas' replay caches: %w", err)
+		}
+	}
+	return nil
 }
 
 // announcement is one deferred call of announceNow: op as it stood after its change.
@@ -54,7 +78,7 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		}
 		return l.announceAll(tx, p.announcements)
 	}
-	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 {
+	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 && len(p.attempts) == 0 {
 		return nil
 	}
 	events := p.events
@@ -70,6 +94,17 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	var q strings.Builder
 	args := make([]any, 0, len(events)*9+3)
 	q.WriteString("WITH ")
+	if len(p.attempts) > 0 {
+		q.WriteString("at AS (INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) VALUES ")
+		for i, a := range p.attempts {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, a.ID, a.OperationID, a.Number, a.Fence, a.Worker, a.StartedAt)
+		}
+		q.WriteString("), ")
+	}
 	if len(events) > 0 {
 		q.WriteString("ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) VALUES ")
 		for i, e := range events {
@@ -102,6 +137,17 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		return nil
 	}
 	return l.announceAll(tx, p.announcements)
+}
+
+// insertAttempt writes a new attempt's row: on PostgreSQL with the transaction's events, in
+// flush's one statement (nothing reads an attempt back in the transaction that starts it).
+func (l *Ledger) insertAttempt(tx *gorm.DB, a *Attempt) error {
+	if v, ok := tx.Get(pendingKey); ok && l.dialect == Postgres {
+		p := v.(*pending)
+		p.attempts = append(p.attempts, a)
+		return nil
+	}
+	return tx.Create(a).Error
 }
 
 // flushEventRows is how many events flush writes in its one statement (9 parameters each).

@@ -32,6 +32,8 @@ type Ledger struct {
 	data *datakey.Keyring
 	// keyPlan decides how PostgreSQL plans the key look-up (see keyPlan).
 	keyPlan keyPlan
+	// replays answers replays of terminal operations without a read (see replayCache).
+	replays *replayCache
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger
@@ -62,6 +64,10 @@ type Config struct {
 	// DataKeys, when set, seal the params of operations that have sensitive ones
 	// (NewOperation.Masked) at rest; nil stores them in clear.
 	DataKeys *datakey.Keyring
+	// ReplayCacheBytes bounds the memory of the replay cache, used on PostgreSQL while the
+	// ledger's listener runs (see replayCache): zero means DefaultReplayCacheBytes, a negative
+	// value turns it off.
+	ReplayCacheBytes int64
 }
 
 // New returns the ledger cfg describes.
@@ -76,8 +82,13 @@ func New(cfg Config) *Ledger {
 	case ttl < 0:
 		ttl = 0
 	}
+	replays := cfg.ReplayCacheBytes
+	if replays == 0 {
+		replays = DefaultReplayCacheBytes
+	}
 	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
-		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys}
+		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
+		replays: newReplayCache(replays)}
 }
 
 // DB exposes the handle for readiness checks and tests.
@@ -161,11 +172,11 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	ctx, span := l.startWrite(ctx, what)
 	defer func() { endWrite(span, transitions, err) }()
 	committing := false
+	var deferred pending
 	err = l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		// Set returns a chain, not a session: without Session every statement of fn would
 		// pile onto one shared Statement.
-		var deferred pending
 		tx = tx.Set(transitionsKey, &transitions).Set(pendingKey, &deferred).Session(&gorm.Session{})
 		if changed, err = fn(tx); err != nil {
 			return err
@@ -181,6 +192,9 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	}
 	if err != nil {
 		return unavailable(what, err)
+	}
+	if len(deferred.forget) > 0 {
+		l.replays.forget(deferred.forget...)
 	}
 	for _, id := range changed {
 		l.changes.Publish(id)

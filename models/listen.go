@@ -88,12 +88,15 @@ func (l *Ledger) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected 
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+keysChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+keysChannel+"; LISTEN "+replaysChannel); err != nil {
 		return err
 	}
-	// Revocations made while no listener was connected were not heard: believe no key
-	// learned before this point.
+	// Revocations and changed answers made while no listener was connected were not heard:
+	// believe no key and no replay answer learned before this point. From here every one is
+	// heard, until this connection fails: then the replay cache stops until the next one.
 	l.keys.flush()
+	l.replays.setLive(true)
+	defer l.replays.setLive(false)
 	connected()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenerCheck)
@@ -114,6 +117,8 @@ func (l *Ledger) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected 
 		switch n.Channel {
 		case keysChannel:
 			l.keys.forget(n.Payload)
+		case replaysChannel:
+			l.replays.forget(n.Payload)
 		default:
 			l.changes.Publish(n.Payload)
 		}

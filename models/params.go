@@ -150,5 +150,8 @@ func (l *Ledger) rotate(tx *gorm.DB, op *Operation, mask Masker, r *Rotation) er
 		return unavailable("seal "+op.ID, res.Error)
 	}
 	r.Sealed += int(res.RowsAffected)
-	return nil
+	if res.RowsAffected == 0 {
+		return nil
+	}
+	return l.forgetReplays(tx, op.ID) // sealed: no longer kept by any replay cache
 }

@@ -256,6 +256,9 @@ func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit
 			return nil, res.Error
 		}
 		n = int(res.RowsAffected)
+		if err := l.forgetReplays(tx, forgetAll); err != nil { // their keys now answer 410
+			return nil, err
+		}
 		// Webhook payloads copy the (masked) params and result: they go with the record,
 		// leaving the event type, so a late redelivery still tells the receiver what happened.
 		purged := tx.Model(&Operation{}).Select("id").Where("tool = ? AND purged_at = ?", tool, now)

@@ -296,18 +296,19 @@ func TestRoundTripsOfTheHappyPath(t *testing.T) {
 		assert.Zero(t, got.rollbacks)
 		assert.Equal(t, []string{"SELECT"}, got.outside, "outside transactions, only the key look-up:\n%s", describeTrips(created))
 		// Submit writes the operation, the attempt, then its created and attempt_started
-		// events in one INSERT; FinishAttempt the attempt, the operation, then its
-		// attempt_finished and state_changed events in one INSERT (SPEC §2: in the same
-		// transaction). SUCCEEDED is announced (SPEC §6a): on PostgreSQL the events' statement
-		// also asks whether the tenant has a live webhook subscription, and notifies only
-		// operations another replica watches, so with neither nothing more is sent; SQLite
-		// reads the subscriptions after the events. On PostgreSQL FinishAttempt first locks the
-		// operation's row: the lease reaper's lock order (the other order deadlocked with it).
+		// events; FinishAttempt the operation's compare-and-set (which locks its row before
+		// the attempt's, the lease reaper's lock order), the attempt, then its
+		// attempt_finished and state_changed events (SPEC §2: in the same transaction).
+		// SUCCEEDED is announced (SPEC §6a): on PostgreSQL the events' statement also asks
+		// whether the tenant has a live webhook subscription, and notifies only operations
+		// another replica watches, so with neither nothing more is sent; SQLite reads the
+		// subscriptions after the events. On PostgreSQL the new attempt's row goes with the
+		// events, in one statement.
 		submitTx := []string{"INSERT", "INSERT", "INSERT"}
 		finishTx := []string{"UPDATE", "UPDATE", "INSERT", "SELECT"}
 		if d == models.Postgres {
-			submitTx = []string{"INSERT", "INSERT", "WITH"}
-			finishTx = []string{"SELECT", "UPDATE", "UPDATE", "WITH"}
+			submitTx = []string{"INSERT", "WITH"}
+			finishTx = []string{"UPDATE", "UPDATE", "WITH"}
 		}
 		assert.Equal(t, append(submitTx, finishTx...), got.inTx, "statements inside the transactions:\n%s", describeTrips(created))
 

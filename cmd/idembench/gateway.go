@@ -95,7 +95,11 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 		return nil, err
 	}
 	closers = append(closers, func() { _ = stopTracing(context.Background()) })
-	gw, err := app.New(ctx, app.Config{DB: db, Dialect: dialect, Catalog: cat, Worker: "idembench",
+	listen := ""
+	if dialect == models.Postgres {
+		listen = models.ListenURL(dsn, "") // as serve listens: replicas' changes, the replay cache
+	}
+	gw, err := app.New(ctx, app.Config{DB: db, Dialect: dialect, ListenDSN: listen, Catalog: cat, Worker: "idembench",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: tracing,
 		Jobs: app.Jobs{Dispatch: true}, HTTP: &web.Settings{RateLimit: 0}})
 	if err != nil {

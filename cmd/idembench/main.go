@@ -54,10 +54,12 @@ type config struct {
 	preload     int64
 	tenant      string
 	floor       string
+	growth      int64
+	window      int64
 }
 
 // scenarioNames are the values --only accepts, in the order scenarios run.
-var scenarioNames = []string{"baseline", "new", "replay", "replay-old", "storm", "plan"}
+var scenarioNames = []string{"baseline", "new", "replay", "replay-old", "storm", "plan", "growth"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("idembench", flag.ContinueOnError)
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each scenario runs")
 	fs.IntVar(&cfg.storm, "storm", 1000, "concurrent duplicates of one new key in the storm scenario")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print JSON instead of a table")
+	fs.Int64Var(&cfg.growth, "growth", 100_000, "new operations the growth scenario runs, however long they take")
+	fs.Int64Var(&cfg.window, "window", 10_000, "operations per row of the growth scenario's curve")
 	only := fs.String("only", "baseline,new,replay,replay-old,storm", "scenarios to run, comma-separated, of "+strings.Join(scenarioNames, ","))
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the scenarios to this file")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile of the scenarios to this file")
@@ -164,6 +168,13 @@ func measure(ctx context.Context, gw *gateway, cfg config) ([]result, error) {
 			return nil, err
 		}
 		results = append(results, plan...)
+	}
+	if slices.Contains(cfg.only, "growth") {
+		curve, err := growth(ctx, scenario{name: "new operations", fn: gw.newOperation}, cfg.concurrency, cfg.growth, cfg.window)
+		results = append(results, curve...)
+		if err != nil {
+			return results, err
+		}
 	}
 	if slices.Contains(cfg.only, "storm") {
 		storm, err := gw.storm(ctx, cfg.storm)

@@ -27,3 +27,24 @@ func TestBenchRuns(t *testing.T) {
 	}
 	require.Equal(t, "side effects: 1", report.Results[3].Note)
 }
+
+// TestGrowthCurve: the growth scenario runs exactly the operations it is given, and reports one
+// row per window and one for them all.
+func TestGrowthCurve(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"--only", "growth", "--growth", "60", "--window", "20", "--concurrency", "4", "--json"}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	var report struct {
+		Results []result `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &report))
+	require.Len(t, report.Results, 4)
+	for _, r := range report.Results[:3] {
+		require.EqualValues(t, 20, r.Requests, r.Name)
+		require.Positive(t, r.PerSecond, r.Name)
+	}
+	all := report.Results[3]
+	require.EqualValues(t, 60, all.Requests)
+	require.Zero(t, all.Errors)
+	require.Contains(t, all.Note, "all ÷ first 20")
+}

@@ -26,7 +26,7 @@ func TestCommitCutOffInFlightAnswers503ThatMayBeRecordedAndTheRetryReplays(t *te
 	a := s.serve(t, "A")
 	const key = "order-7:create-ticket"
 
-	cutter.CutNextCommitOf(`INSERT INTO "operations"`)
+	cutter.CutNextCommitOf(`INSERT INTO operations (`)
 	r := s.mustPost(t, a.URL, key, "tickets.create", ticketParams, map[string]string{"Prefer": "wait=5"})
 	require.Equal(t, 1, cutter.Cuts(), "the submit's COMMIT was cut: %d %s", r.Status, r.Body)
 	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)

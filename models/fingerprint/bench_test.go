@@ -1,8 +1,10 @@
 package fingerprint
 
 import (
+	"bytes"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 )
 
@@ -51,6 +53,21 @@ func BenchmarkJCSTransform(b *testing.B) {
 	b.SetBytes(int64(len(typicalParams)))
 	for b.Loop() {
 		if _, err := jcs.Transform(typicalParams); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJSONTextCanonicalize is the same input through go-json-experiment's jsontext
+// (RFC 8785 canonical form, duplicate names and invalid UTF-8 refused), for comparison: it
+// does not refuse numbers a double cannot hold exactly, which Normalize must (I-JSON), so it
+// could not replace Normalize alone.
+func BenchmarkJSONTextCanonicalize(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(typicalParams)))
+	for b.Loop() {
+		v := jsontext.Value(bytes.Clone(typicalParams))
+		if err := v.Canonicalize(); err != nil {
 			b.Fatal(err)
 		}
 	}
