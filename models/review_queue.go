@@ -49,6 +49,8 @@ type QueueItem struct {
 	OpCreatedAt time.Time `gorm:"column:op_created_at"`
 	// Justification is the agent's reason for the operation, as recorded (masked).
 	Justification *string
+	// Evidence is what its attempts and look-ups saw, so that rows that differ look different.
+	Evidence
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
@@ -61,8 +63,9 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
 			"reviews.claimed_by, reviews.claimed_by_id, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
-			"operations.created_at AS op_created_at, operations.justification").
+			"operations.created_at AS op_created_at, operations.justification, "+evidenceColumns).
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
+		Joins(lastAttemptJoin).
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
 	if f.Tenant != "" {
@@ -92,6 +95,17 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	more := len(items) > f.Limit
 	if more {
 		items = items[:f.Limit]
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.OperationID
+	}
+	lookups, err := l.lookupCounts(ctx, s, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := range items {
+		items[i].Lookups = lookups[items[i].OperationID]
 	}
 	return items, more, nil
 }

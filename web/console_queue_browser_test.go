@@ -44,7 +44,7 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
 	con.Tenant(t, "acme")
 	con.Tenant(t, "globex-holdings")
-	incidentRows(t, con)
+	ops := incidentRows(t, con)
 	pw := con.User(t, "ada@example.com", models.RoleAdmin)
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "ada@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("review-table")), chromedp.EmulateViewport(1440, 900), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
@@ -54,6 +54,28 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 		assert.LessOrEqual(t, h, 48.0, "row %d at 1440 px", i+1)
 	}
 	t.Logf("rows at 1440×900: %v px", heights)
+
+	// Rows that differ read differently: each says, on its one line, what its attempts and
+	// look-ups saw. The refund's connection closed and its look-ups all got HTTP 500; the
+	// email got a 504 and has no look-up.
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), ops[0].ID)
+	require.NoError(t, err)
+	lookups := 0
+	for _, e := range rec.Events {
+		if e.Type == models.EventReconcileFinished {
+			lookups++
+		}
+	}
+	require.GreaterOrEqual(t, lookups, 2)
+	evidence := func(op *models.Operation) string {
+		sel := `[data-testid="review-row"][data-operation-id="` + op.ID + `"] ` + testID("review-evidence")
+		return value(t, ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector('`+sel+`');
+			return e && e.getBoundingClientRect().width >= 100 ? e.title : 'missing or cut to nothing'; })()`))
+	}
+	assert.Equal(t, fmt.Sprintf("%d look-ups, all HTTP 500 · 1 attempt · connection closed", lookups), evidence(ops[0]))
+	assert.Equal(t, "1 attempt · HTTP 504", evidence(ops[3]))
+	assert.Equal(t, "1 attempt · HTTP 504", value(t, ctx, chromedp.Text(`[data-operation-id="`+ops[3].ID+`"] `+testID("review-evidence"))))
+	assert.Zero(t, count(t, ctx, `[data-operation-id="`+ops[5].ID+`"] `+testID("review-evidence")), "an approval not yet sent has nothing to show")
 
 	summaries := func() []string {
 		return value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-row"]'),
