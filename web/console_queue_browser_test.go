@@ -31,6 +31,20 @@ func TestBrowserQueueFirstScreen(t *testing.T) {
 	assert.GreaterOrEqual(t, visible, 5, "reviews wholly in the first screen at 1440×900")
 	rowHeight := value(t, ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="review-row"]').getBoundingClientRect().height`))
 	t.Logf("first screen at 1440×900: %d reviews, rows %.0f px high", visible, rowHeight)
+
+	// At 1280×800 the filters stay one bar: every field and the Filter button on one line.
+	run(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
+	bottoms := value(t, ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelector('[data-testid="review-filters"]').children,
+		(e) => Math.round(e.getBoundingClientRect().bottom))`))
+	require.Len(t, bottoms, 6, "five filters and their buttons")
+	for i, bottom := range bottoms {
+		assert.InDelta(t, bottoms[0], bottom, 4, "part %d of the filters at 1280 px is on a line of its own", i+1)
+	}
+	assert.Zero(t, value(t, ctx, chromedp.Evaluate[int](`(() => { const f = document.querySelector('[data-testid="review-filters"]');
+		return f.scrollWidth - f.clientWidth; })()`)), "the filters fit their bar at 1280 px, nothing cut off")
+	visible = value(t, ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="review-row"]'))
+		.filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length`))
+	t.Logf("at 1280×800: filters end at %v px, %d reviews on the first screen", bottoms, visible)
 }
 
 // Issue 28, item 7: the queue is scanned as a list. At 1440×900 every row is one line, 48 px
