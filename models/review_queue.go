@@ -54,7 +54,8 @@ type QueueItem struct {
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
-// more follow.
+// more follow. Each carries its operation's Evidence: the last attempt read in the same
+// statement, the look-ups tallied in one more for the whole page, never one per row.
 func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]QueueItem, bool, error) {
 	if f.Limit <= 0 || f.Limit > BulkLimit {
 		return nil, false, errorf(CodeInvalid, "limit must be between 1 and %d", BulkLimit)
