@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,8 @@ func (h *Console) AuditLog(c echo.Context) error {
 			p.Broken, p.Notice = fl.Message, nil
 		}
 	}
-	if err := h.chainFacts(c, &p); err != nil {
+	head, err := h.chainFacts(c, &p)
+	if err != nil {
 		return err
 	}
 	tenants, err := h.Ledger.ScopedTenants(ctx, v.Scope)
@@ -55,9 +57,14 @@ func (h *Console) AuditLog(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		p.Rows = append(p.Rows, auditRow(e))
+	if p.Rows, err = h.auditRows(c, v, entries); err != nil {
+		return err
 	}
+	newest := int64(0)
+	if len(entries) > 0 {
+		newest = entries[0].Seq
+	}
+	p.HeadNote = headNote(head, newest, f.Before != 0, p.Filtered, p.Limited)
 	if more && len(entries) > 0 {
 		next := url.Values{}
 		for k, vs := range q {
@@ -69,23 +76,67 @@ func (h *Console) AuditLog(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.AuditLog(p))
 }
 
-// chainFacts fills the page's chain head and last verification.
-func (h *Console) chainFacts(c echo.Context, p *views.AuditPage) error {
+// chainFacts fills the page's chain head and last verification, and returns the head's number.
+func (h *Console) chainFacts(c echo.Context, p *views.AuditPage) (int64, error) {
 	ctx := c.Request().Context()
 	seq, hash, err := h.Ledger.AuditHead(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	p.HeadSeq, p.HeadHash = strconv.FormatInt(seq, 10), hash
 	cp, ok, err := h.Ledger.LastAuditVerification(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ok {
 		p.Verified = &views.AuditVerification{Seq: strconv.FormatInt(cp.Seq, 10), Hash: cp.Hash, At: views.NewTime(cp.At, h.now()),
 			Since: strconv.FormatInt(max(seq-cp.Seq, 0), 10)}
 	}
-	return nil
+	return seq, nil
+}
+
+// auditRows are the entries as the audit page lists them, each operation named by its key
+// (read for the page at once): an op_ id alone says nothing to the person reading.
+func (h *Console) auditRows(c echo.Context, v *Viewer, entries []models.AuditEntry) ([]views.AuditRow, error) {
+	var ids []string
+	for _, e := range entries {
+		if e.OperationID != "" {
+			ids = append(ids, e.OperationID)
+		}
+	}
+	keys, err := h.Ledger.KeysOf(c.Request().Context(), v.Scope, slices.Compact(slices.Sorted(slices.Values(ids))))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.AuditRow, len(entries))
+	for i, e := range entries {
+		rows[i] = auditRow(e)
+		rows[i].OperationKey = keys[e.OperationID]
+	}
+	return rows, nil
+}
+
+// headNote says, in one sentence, why the chain's head is past the newest entry listed
+// (newest, 0 when none is): the list is an older page, filtered, or limited to the viewer's
+// tenants. "" when the list starts at the head.
+func headNote(head, newest int64, paged, filtered, limited bool) string {
+	h := strconv.FormatInt(head, 10)
+	switch {
+	case head == 0 || newest >= head:
+		return ""
+	case paged:
+		return "This page lists older entries; the head, entry " + h + ", is on the first page."
+	case filtered && newest == 0:
+		return "The head is entry " + h + "; no entry matches the filters."
+	case filtered:
+		return "The head is entry " + h + "; the newest entry that matches the filters is " + strconv.FormatInt(newest, 10) + "."
+	case limited && newest == 0:
+		return "The head is entry " + h + "; every entry so far belongs to other tenants or to none (such as sign-ins), which you do not see."
+	case limited:
+		return "The head is entry " + h + "; the entries after " + strconv.FormatInt(newest, 10) +
+			" belong to other tenants or to none (such as sign-ins), which you do not see."
+	}
+	return "" // appended while the page was read: the next visit lists it
 }
 
 // VerifyAudit recomputes the whole chain now and reports on the audit page whether it holds or

@@ -33,13 +33,14 @@ import (
 const bulkMaxAge = time.Hour
 
 // bulkActions are the actions a bulk decision can take, in the order the bar offers them,
-// with their labels and what each does to one operation.
-var bulkActions = []struct{ name, label, explain string }{
-	{models.ActionReconcileNow, "Ask the downstream now (reconcile)", "The gateway asks each operation's downstream whether it took effect. Nothing is sent again."},
-	{models.ActionConfirmNotExecuted, "Retry (confirm not executed)", "Each operation goes back to PENDING and is sent to its downstream again, at once."},
-	{models.ActionMarkFailed, "Mark failed", "Each operation ends as FAILED_FINAL and is never sent again. This cannot be undone."},
-	{models.ActionApprove, "Approve", "Your approval counts once for each operation, for exactly its params; one with all its approvals runs."},
-	{models.ActionReject, "Reject", "Each operation ends as FAILED_FINAL and is never sent. This cannot be undone."},
+// with their labels, what each does to one operation, and the tone of its button: the one an
+// operation page gives it, so that sending again or ending for good never looks like asking.
+var bulkActions = []struct{ name, label, explain, tone string }{
+	{models.ActionReconcileNow, "Ask the downstream now (reconcile)", "The gateway asks each operation's downstream whether it took effect. Nothing is sent again.", views.TonePrimary},
+	{models.ActionConfirmNotExecuted, "Retry (confirm not executed)", "Each operation goes back to PENDING and is sent to its downstream again, at once.", views.ToneNeutral},
+	{models.ActionMarkFailed, "Mark failed", "Each operation ends as FAILED_FINAL and is never sent again. This cannot be undone.", views.ToneDanger},
+	{models.ActionApprove, "Approve", "Your approval counts once for each operation, for exactly its params; one with all its approvals runs.", views.TonePrimary},
+	{models.ActionReject, "Reject", "Each operation ends as FAILED_FINAL and is never sent. This cannot be undone.", views.ToneDanger},
 }
 
 // bulkLabel is an action's label, and whether a bulk decision takes it.
@@ -50,6 +51,20 @@ func bulkLabel(name string) (label, explain string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// bulkTone is the tone of an action's apply button; a retry that may carry some operations
+// out twice (risky) is dangerous, as on the operation page.
+func bulkTone(name string, risky bool) string {
+	if name == models.ActionConfirmNotExecuted && risky {
+		return views.ToneDanger
+	}
+	for _, a := range bulkActions {
+		if a.name == name {
+			return a.tone
+		}
+	}
+	return views.ToneNeutral
 }
 
 // bulkFuncs are the single actions a bulk decision calls, by name.
@@ -217,6 +232,7 @@ func (h *Console) Bulk(c echo.Context) error {
 		if b.Action == models.ActionConfirmNotExecuted {
 			p.Risk = h.riskWords(b.Items)
 		}
+		p.Tone = bulkTone(b.Action, len(p.Risk) > 0)
 		return renderPage(c, http.StatusOK, views.Bulk(p))
 	}
 	p.By, p.Stopped = models.ActorName(b.Actor), b.Status == models.BulkApplying
@@ -447,8 +463,9 @@ func bulkRefusal(err error, it models.BulkItem, read *models.Operation) string {
 }
 
 // bulkStakes fills in what each operation of p does (its tool's summary, from the masked
-// params) and the total amount at stake, per currency, so that a reviewer approving "all
-// matching" payouts sees the sums they approve.
+// params), what its attempts and look-ups saw, and the total amount at stake, per currency,
+// so that a reviewer approving "all matching" payouts sees the sums they approve, and one
+// retrying many sees which of them got an answer.
 func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error {
 	ids := make([]string, len(p.Rows))
 	for i, r := range p.Rows {
@@ -457,6 +474,13 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 	stored, err := h.Ledger.StoredParams(c.Request().Context(), v.Scope, ids)
 	if err != nil {
 		return err
+	}
+	evidence, err := h.Ledger.Evidence(c.Request().Context(), v.Scope, ids)
+	if err != nil {
+		return err
+	}
+	for i := range p.Rows {
+		p.Rows[i].Evidence = evidenceLine(evidence[p.Rows[i].ID])
 	}
 	totals := map[string]*big.Int{}
 	for i := range p.Rows {

@@ -144,7 +144,7 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, o
 			Key: it.Key, Tool: it.Tool, State: string(it.State)}
 		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason), ReasonShort: reasonShort[it.Reason],
 			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt)),
-			ShowReason: reasonStates[it.Reason] != it.State}
+			ShowReason: reasonStates[it.Reason] != it.State, Evidence: evidenceLine(it.Evidence)}
 		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
 		if it.Compensates != nil {
 			row.Label = compensationLabel(undoneKeys[*it.Compensates], row.Summary, row.SummaryIsParams)

@@ -187,38 +187,47 @@ func reconcileStatus(op *models.Operation, events []models.Event, tool *catalog.
 	if n == 0 {
 		return strings.TrimSpace("No look-up yet; " + next + ".")
 	}
-	s := plural(n, "look-up", "look-ups")
-	if len(answers) == 1 {
-		for a := range answers {
-			if n == 1 {
-				s += ": " + a
-			} else {
-				s += ", all " + a
-			}
-		}
-	} else {
-		keys := make([]string, 0, len(answers))
-		for a := range answers {
-			keys = append(keys, a)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			return answers[keys[i]] > answers[keys[j]] || (answers[keys[i]] == answers[keys[j]] && keys[i] < keys[j])
-		})
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = strconv.Itoa(answers[k]) + " × " + k
-		}
-		s += ": " + strings.Join(parts, ", ")
-	}
+	s := lookupTally(n, answers)
 	if next != "" {
 		s += "; " + next
 	}
 	return s + "."
 }
 
+// lookupTally says how n look-ups went, by answer (counted in answers): "3 look-ups, all HTTP
+// 500", "1 look-up: not found", "4 look-ups: 3 × HTTP 500, 1 × no answer".
+func lookupTally(n int, answers map[string]int) string {
+	s := plural(n, "look-up", "look-ups")
+	if len(answers) == 1 {
+		for a := range answers {
+			if n == 1 {
+				return s + ": " + a
+			}
+			return s + ", all " + a
+		}
+	}
+	keys := make([]string, 0, len(answers))
+	for a := range answers {
+		keys = append(keys, a)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return answers[keys[i]] > answers[keys[j]] || (answers[keys[i]] == answers[keys[j]] && keys[i] < keys[j])
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strconv.Itoa(answers[k]) + " × " + k
+	}
+	return s + ": " + strings.Join(parts, ", ")
+}
+
 // probeAnswer names what one look-up got back: "HTTP 500", "not found yet", "no answer".
 func probeAnswer(d map[string]any) string {
-	switch str(d["outcome"]) {
+	return lookupAnswer(str(d["outcome"]), str(d["downstream_status"]))
+}
+
+// lookupAnswer names a look-up's answer by its outcome and the downstream's status.
+func lookupAnswer(outcome, status string) string {
+	switch outcome {
 	case jobs.ProbeFound:
 		return "found"
 	case jobs.ProbeNotFound:
@@ -226,8 +235,8 @@ func probeAnswer(d map[string]any) string {
 	case jobs.ProbeNotSettled:
 		return "not found yet (within the settle window)"
 	}
-	if s := str(d["downstream_status"]); s != "" && s != "0" {
-		return "HTTP " + s
+	if status != "" && status != "0" {
+		return "HTTP " + status
 	}
 	return "no answer"
 }

@@ -49,10 +49,13 @@ type QueueItem struct {
 	OpCreatedAt time.Time `gorm:"column:op_created_at"`
 	// Justification is the agent's reason for the operation, as recorded (masked).
 	Justification *string
+	// Evidence is what its attempts and look-ups saw, so that rows that differ look different.
+	Evidence
 }
 
 // ReviewQueue returns the open reviews within scope matching f, oldest first, and whether
-// more follow.
+// more follow. Each carries its operation's Evidence: the last attempt read in the same
+// statement, the look-ups tallied in one more for the whole page, never one per row.
 func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]QueueItem, bool, error) {
 	if f.Limit <= 0 || f.Limit > BulkLimit {
 		return nil, false, errorf(CodeInvalid, "limit must be between 1 and %d", BulkLimit)
@@ -61,8 +64,9 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 		Select("reviews.id AS review_id, reviews.tenant, reviews.operation_id, reviews.reason, reviews.opened_at, "+
 			"reviews.opened_by, operations.op_key, operations.tool, operations.state, operations.workflow_run_id, "+
 			"reviews.claimed_by, reviews.claimed_by_id, reviews.claimed_until, operations.params, operations.fingerprint, operations.compensates, "+
-			"operations.created_at AS op_created_at, operations.justification").
+			"operations.created_at AS op_created_at, operations.justification, "+evidenceColumns).
 		Joins("JOIN operations ON operations.id = reviews.operation_id").
+		Joins(lastAttemptJoin).
 		Where("reviews.status = ?", ReviewOpen)
 	q = s.apply(q, "reviews.tenant")
 	if f.Tenant != "" {
@@ -92,6 +96,17 @@ func (l *Ledger) ReviewQueue(ctx context.Context, s Scope, f ReviewFilter) ([]Qu
 	more := len(items) > f.Limit
 	if more {
 		items = items[:f.Limit]
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.OperationID
+	}
+	lookups, err := l.lookupCounts(ctx, s, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := range items {
+		items[i].Lookups = lookups[items[i].OperationID]
 	}
 	return items, more, nil
 }

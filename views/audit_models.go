@@ -10,6 +10,9 @@ type AuditPage struct {
 	Broken   string
 	HeadSeq  string
 	HeadHash string
+	// HeadNote says why the head's number is past the newest entry listed (an older page,
+	// filters, other tenants' entries); "" when the list starts at the head.
+	HeadNote string
 	// Verified is the last sound verification; nil when the chain was never verified.
 	Verified *AuditVerification
 	// Limited says the user sees only the entries of their tenants.
@@ -41,10 +44,13 @@ type AuditRow struct {
 	Tenant        string
 	OperationID   string
 	OperationHref string
-	Outcome       string
-	RequestID     string
-	Hash          string
-	Detail        []Detail
+	// OperationKey names the operation by its idempotency key; "" when unknown (purged, or
+	// where the page is the operation's own).
+	OperationKey string
+	Outcome      string
+	RequestID    string
+	Hash         string
+	Detail       []Detail
 }
 
 // ExportsPage is the form that downloads an export of operation histories.

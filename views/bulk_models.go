@@ -38,6 +38,9 @@ type BulkPage struct {
 	// Risk, for a retry, names the tools that cannot recognise a repeat; the form then asks
 	// for a second, explicit choice.
 	Risk []string
+	// Tone is the apply button's (TonePrimary, ToneNeutral, ToneDanger): a risky retry, a
+	// mark failed or a reject is dangerous, and looks it.
+	Tone string
 	// The result.
 	Done, Refused, Untried int
 	By                     string
@@ -60,4 +63,7 @@ type BulkRow struct {
 	// Summary says what the operation does, from its tool's summary ("4,800.00 EUR for order
 	// 7702"); "" when the tool has none.
 	Summary string
+	// Evidence says what its attempts and look-ups saw ("14 look-ups, all HTTP 500 · 1
+	// attempt · timeout"), as the queue does; "" when nothing was tried.
+	Evidence string
 }

@@ -153,6 +153,9 @@ type ReviewRow struct {
 	// UNKNOWN outcome, an approval): a row says it once, by its state badge, and names the
 	// reason beside it only when it adds something (a person handed it over).
 	ShowReason bool
+	// Evidence says what its attempts and look-ups saw ("1 attempt · timeout · 14 look-ups,
+	// all HTTP 500"); "" when nothing was tried.
+	Evidence string
 }
 
 // SearchPage is the operation search.

@@ -119,6 +119,52 @@ func TestAuditPage(t *testing.T) {
 	})
 }
 
+// Issue 28, item 10: the audit page names an operation by its key (its id beside it), and
+// says in one sentence why the chain's head is past the newest entry it lists: an older page,
+// filters, or entries of other tenants (or of none) that the viewer does not see.
+func TestAuditPageNamesOperationsAndTheHead(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newAuditDesk(t, d)
+		ctx := t.Context()
+		op := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1044:refund", Tool: "refunds.issue",
+			Params: `{"amount_cents":4200,"currency":"EUR","order_id":"1044"}`, Unknown: true, Review: true})
+		_, err := desk.con.Ledger.Audit(ctx, models.AuditInput{Actor: "user:rita@example.com", Action: "review.mark_failed",
+			Tenant: "acme", OperationID: op.ID, Outcome: "ok"})
+		require.NoError(t, err)
+		acmeNewest, _, err := desk.con.Ledger.AuditHead(ctx)
+		require.NoError(t, err)
+		_, err = desk.con.Ledger.Audit(ctx, models.AuditInput{Actor: "cli", Action: models.AuditTenantCreate, Outcome: "ok"})
+		require.NoError(t, err)
+		head, _, err := desk.con.Ledger.AuditHead(ctx)
+		require.NoError(t, err)
+		h, n := strconv.FormatInt(head, 10), strconv.FormatInt(acmeNewest, 10)
+
+		p := desk.ada.Get(t, "/audit")
+		require.Equal(t, http.StatusOK, p.Status)
+		assert.Empty(t, p.TestIDs("audit-head-note"), "the list starts at the head: nothing to explain")
+		assert.Equal(t, "order-1044:refund", p.TestIDs("audit-operation")[0], "named by its key")
+		assert.Equal(t, op.ID, p.Attrs("audit-operation", "title")[0], "its id beside it")
+		assert.Contains(t, p.TestIDs("audit-operation"), "op_acme", "an operation the ledger does not hold keeps its id")
+
+		p = desk.aude.Get(t, "/audit")
+		assert.Equal(t, []string{"The head is entry " + h + "; the entries after " + n +
+			" belong to other tenants or to none (such as sign-ins), which you do not see."}, p.TestIDs("audit-head-note"))
+		assert.Equal(t, n, p.Attrs("audit-row", "data-seq")[0])
+
+		p = desk.ada.Get(t, "/audit?action=review.approve")
+		approved := p.Attrs("audit-row", "data-seq")
+		require.Len(t, approved, 1)
+		assert.Equal(t, []string{"The head is entry " + h + "; the newest entry that matches the filters is " + approved[0] + "."},
+			p.TestIDs("audit-head-note"))
+		p = desk.ada.Get(t, "/audit?actor=nobody@example.com")
+		assert.Equal(t, []string{"The head is entry " + h + "; no entry matches the filters."}, p.TestIDs("audit-head-note"))
+		p = desk.ada.Get(t, "/audit?before="+n)
+		assert.Equal(t, []string{"This page lists older entries; the head, entry " + h + ", is on the first page."}, p.TestIDs("audit-head-note"))
+	})
+}
+
 func TestAuditVerifyNow(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {

@@ -40,6 +40,7 @@ func TestBrowserBulkDecisionOverFifty(t *testing.T) {
 		chromedp.WaitVisible(testID("bulk-apply-form")),
 	)
 	assert.Equal(t, "Mark failed: 50 operations", value(t, ctx, chromedp.Text(testID("bulk-heading"))))
+	assert.Equal(t, "danger", value(t, ctx, chromedp.AttributeValue(testID("bulk-apply"), "data-tone")).Value, "an end for good looks it")
 	assert.Equal(t, 50, count(t, ctx, testID("bulk-row")))
 	confirmURL := value(t, ctx, chromedp.Location())
 
@@ -99,18 +100,56 @@ func TestBrowserBulkRetryNamesTheRisk(t *testing.T) {
 	}
 	ops = append(ops, con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-7100:ticket", Tool: "tickets.create",
 		Params: `{"subject":"Printer on fire"}`, Unknown: true, Review: true}))
+	for range 2 { // each refund asked twice; the ticket never
+		probe(t, con, "refunds.issue", models.ProbeOutcome{Status: 500, Outcome: "error", To: models.StateUnknown,
+			NextProbeAt: con.Clock.Now().Add(30 * time.Second)})
+		con.Clock.Advance(30 * time.Second)
+	}
 	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
 
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("bulk-bar")))
-	for _, op := range ops {
-		run(t, ctx, chromedp.Click(`[data-testid="review-row"][data-operation-id="`+op.ID+`"] `+testID("bulk-pick")))
+	prepare := func(action string) {
+		run(t, ctx, chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("bulk-bar")))
+		for _, op := range ops {
+			run(t, ctx, chromedp.Click(`[data-testid="review-row"][data-operation-id="`+op.ID+`"] `+testID("bulk-pick")))
+		}
+		run(t, ctx, chromedp.SetValue(testID("bulk-action"), action), chromedp.Click(testID("bulk-continue")),
+			chromedp.WaitVisible(testID("bulk-apply-form")))
 	}
-	run(t, ctx,
-		chromedp.SetValue(testID("bulk-action"), models.ActionConfirmNotExecuted),
-		chromedp.Click(testID("bulk-continue")),
-		chromedp.WaitVisible(testID("bulk-risk")),
-	)
+	// The apply button's colours: [its text is the danger colour, its fill is the accent's blue].
+	buttonLooks := func() []bool {
+		return value(t, ctx, chromedp.Evaluate[[]bool](`(() => {
+			const resolve = (v) => { const e = document.createElement('span'); e.style.color = v; document.body.append(e);
+				const c = getComputedStyle(e).color; e.remove(); return c; };
+			const b = getComputedStyle(document.querySelector('[data-testid="bulk-apply"]'));
+			return [b.color === resolve('var(--danger)'), b.backgroundColor === resolve('var(--accent)')]; })()`))
+	}
+
+	// Asking the downstream is the safe choice: the blue button. Each row says what it does and
+	// what its attempts and look-ups saw; the sum at stake is over the refunds, which name one.
+	prepare(models.ActionReconcileNow)
+	assert.Equal(t, []bool{false, true}, buttonLooks(), "asking is the accent's blue")
+	evidence := map[string]string{}
+	for _, op := range ops {
+		row := `[data-testid="bulk-row"][data-operation-id="` + op.ID + `"] `
+		evidence[op.Key] = value(t, ctx, chromedp.Text(row+testID("bulk-evidence")))
+		assert.NotEmpty(t, value(t, ctx, chromedp.Text(row+testID("bulk-summary"))), op.Key)
+	}
+	assert.Equal(t, map[string]string{
+		"order-7000:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+		"order-7001:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+		"order-7002:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+		"order-7100:ticket": "1 attempt · HTTP 504",
+	}, evidence)
+	assert.Equal(t, "At stake: 15.00 EUR in 3 of 4 operations; the others name no amount",
+		strings.Join(strings.Fields(value(t, ctx, chromedp.Text(testID("bulk-at-stake")))), " "))
+
+	prepare(models.ActionConfirmNotExecuted)
+	run(t, ctx, chromedp.WaitVisible(testID("bulk-risk")))
+	assert.Equal(t, []bool{true, false}, buttonLooks(), "the risky retry is the danger colour, not the blue of asking")
+	assert.Equal(t, "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+		value(t, ctx, chromedp.Text(`[data-testid="bulk-row"][data-operation-id="`+ops[0].ID+`"] `+testID("bulk-evidence"))))
 	assert.Equal(t, "3 of these go to refunds.issue, which cannot recognise a repeat; if the first attempt did reach it, "+
 		"this sends a second refunds.issue request.", value(t, ctx, chromedp.Text(testID("bulk-risk-text"))))
 	screenshot(t, ctx, "bulk-retry-confirm")

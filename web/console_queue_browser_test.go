@@ -31,6 +31,20 @@ func TestBrowserQueueFirstScreen(t *testing.T) {
 	assert.GreaterOrEqual(t, visible, 5, "reviews wholly in the first screen at 1440×900")
 	rowHeight := value(t, ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="review-row"]').getBoundingClientRect().height`))
 	t.Logf("first screen at 1440×900: %d reviews, rows %.0f px high", visible, rowHeight)
+
+	// At 1280×800 the filters stay one bar: every field and the Filter button on one line.
+	run(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
+	bottoms := value(t, ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelector('[data-testid="review-filters"]').children,
+		(e) => Math.round(e.getBoundingClientRect().bottom))`))
+	require.Len(t, bottoms, 6, "five filters and their buttons")
+	for i, bottom := range bottoms {
+		assert.InDelta(t, bottoms[0], bottom, 4, "part %d of the filters at 1280 px is on a line of its own", i+1)
+	}
+	assert.Zero(t, value(t, ctx, chromedp.Evaluate[int](`(() => { const f = document.querySelector('[data-testid="review-filters"]');
+		return f.scrollWidth - f.clientWidth; })()`)), "the filters fit their bar at 1280 px, nothing cut off")
+	visible = value(t, ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="review-row"]'))
+		.filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length`))
+	t.Logf("at 1280×800: filters end at %v px, %d reviews on the first screen", bottoms, visible)
 }
 
 // Issue 28, item 7: the queue is scanned as a list. At 1440×900 every row is one line, 48 px
@@ -44,7 +58,7 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 	con := consoletest.Start(t, models.Postgres, consoletest.Options{})
 	con.Tenant(t, "acme")
 	con.Tenant(t, "globex-holdings")
-	incidentRows(t, con)
+	ops := incidentRows(t, con)
 	pw := con.User(t, "ada@example.com", models.RoleAdmin)
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "ada@example.com", pw)
 	run(t, ctx, chromedp.WaitVisible(testID("review-table")), chromedp.EmulateViewport(1440, 900), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
@@ -54,6 +68,28 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 		assert.LessOrEqual(t, h, 48.0, "row %d at 1440 px", i+1)
 	}
 	t.Logf("rows at 1440×900: %v px", heights)
+
+	// Rows that differ read differently: each says, on its one line, what its attempts and
+	// look-ups saw. The refund's connection closed and its look-ups all got HTTP 500; the
+	// email got a 504 and has no look-up.
+	rec, err := con.Ledger.OperationRecord(t.Context(), models.AllTenants(), ops[0].ID)
+	require.NoError(t, err)
+	lookups := 0
+	for _, e := range rec.Events {
+		if e.Type == models.EventReconcileFinished {
+			lookups++
+		}
+	}
+	require.GreaterOrEqual(t, lookups, 2)
+	evidence := func(op *models.Operation) string {
+		sel := `[data-testid="review-row"][data-operation-id="` + op.ID + `"] ` + testID("review-evidence")
+		return value(t, ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector('`+sel+`');
+			return e && e.getBoundingClientRect().width >= 100 ? e.title : 'missing or cut to nothing'; })()`))
+	}
+	assert.Equal(t, fmt.Sprintf("%d look-ups, all HTTP 500 · 1 attempt · connection closed", lookups), evidence(ops[0]))
+	assert.Equal(t, "1 attempt · HTTP 504", evidence(ops[3]))
+	assert.Equal(t, "1 attempt · HTTP 504", value(t, ctx, chromedp.Text(`[data-operation-id="`+ops[3].ID+`"] `+testID("review-evidence"))))
+	assert.Zero(t, count(t, ctx, `[data-operation-id="`+ops[5].ID+`"] `+testID("review-evidence")), "an approval not yet sent has nothing to show")
 
 	summaries := func() []string {
 		return value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-row"]'),

@@ -1,0 +1,53 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idemgate/idemgate/models"
+)
+
+// evidenceLine says in a few words what an operation's attempts and look-ups saw, for a row of
+// a list (the queue, a bulk decision): "14 look-ups, all HTTP 500 · 1 attempt · timeout".
+// Rows that differ in what happened then read differently; "" when nothing was tried. The
+// look-ups come first: they are the latest word, and a row cut short keeps its start.
+func evidenceLine(ev models.Evidence) string {
+	var parts []string
+	if len(ev.Lookups) > 0 {
+		n, answers := 0, map[string]int{}
+		for _, c := range ev.Lookups {
+			n += c.N
+			answers[lookupAnswer(c.Outcome, c.Status)] += c.N
+		}
+		parts = append(parts, lookupTally(n, answers))
+	}
+	if ev.Attempts > 0 {
+		parts = append(parts, plural(ev.Attempts, "attempt", "attempts"))
+	}
+	if seen := attemptSeen(ev); seen != "" {
+		parts = append(parts, seen)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// attemptSeen names, in a word or two, what the last finished attempt saw: the status it got,
+// or why it got none. The same reading as the operation page's attemptOutcome, shortened.
+func attemptSeen(ev models.Evidence) string {
+	if ev.LastClass == nil {
+		return ""
+	}
+	errText := strings.ToLower(deref(ev.LastError))
+	switch {
+	case ev.LastStatus != nil && *ev.LastStatus != 0:
+		return fmt.Sprintf("HTTP %d", *ev.LastStatus)
+	case *ev.LastClass == models.ErrorNotSent:
+		return "not reached"
+	case strings.Contains(errText, "lease expired"):
+		return "worker stopped"
+	case strings.Contains(errText, "deadline exceeded") || strings.Contains(errText, "timeout"):
+		return "timeout"
+	case strings.Contains(errText, "eof") || strings.Contains(errText, "reset") || strings.Contains(errText, "closed"):
+		return "connection closed"
+	}
+	return "no clear answer"
+}
