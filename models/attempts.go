@@ -54,17 +54,8 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		out.To, out.ErrorClass = StateUnknown, ErrorAmbiguous
 		out.ErrorMessage = "an earlier attempt may have taken effect; this one ended: " + out.ErrorMessage
 	}
-	return l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
-		fields := map[string]any{"finished_at": now, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
-		if out.DownstreamStatus != 0 {
-			fields["downstream_status"] = out.DownstreamStatus
-		}
-		if out.Error != "" {
-			fields["error"] = out.Error
-		}
-		if out.TraceID != "" {
-			fields["trace_id"] = out.TraceID
-		}
+	before := *op
+	err := l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
 		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {
 			detail["downstream_status"] = out.DownstreamStatus
@@ -119,7 +110,6 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		// order of the lease reaper (ReapExpiredLeases) and of every other writer, the
 		// operation's row before its attempt's (the other order deadlocked with a reaper that
 		// held the operation and wanted the attempt), without a statement of its own to lock.
-		before := *op
 		if err := l.transition(tx, now, op, ch); err != nil {
 			return nil, err
 		}
@@ -128,16 +118,59 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		// be made again with the same token, by another attempt; this attempt's row is then
 		// missing, or already closed by the reaper. Then nothing of this transaction stays,
 		// and neither does its change of op.
-		res := tx.Model(&Attempt{}).Where("id = ? AND finished_at IS NULL", at.ID).Updates(fields)
-		if res.Error == nil && res.RowsAffected != 1 {
-			res.Error = &Error{Code: CodeStale, Op: &before, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}
+		closing := &attemptClose{id: at.ID, finishedAt: now, class: out.Class, latencyMS: out.Latency.Milliseconds(),
+			stale: &Error{Code: CodeStale, Op: &before, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}}
+		if out.DownstreamStatus != 0 {
+			closing.status = &out.DownstreamStatus
 		}
-		if res.Error != nil {
-			*op = before
-			return nil, res.Error
+		if out.Error != "" {
+			closing.err = &out.Error
+		}
+		if out.TraceID != "" {
+			closing.traceID = &out.TraceID
+		}
+		if err := l.closeAttempt(tx, closing); err != nil {
+			return nil, err
 		}
 		return []string{op.ID}, nil
 	})
+	if ErrorCode(err) == CodeStale {
+		*op = before // nothing of this outcome was recorded
+	}
+	return err
+}
+
+// attemptClose is what closing an open attempt's row writes; stale is the error when the row
+// is not open any more.
+type attemptClose struct {
+	id         string
+	finishedAt time.Time
+	class      string
+	latencyMS  int64
+	status     *int
+	err        *string
+	traceID    *string
+	stale      error
+}
+
+// closeAttempt closes the attempt's row if it is still open, or fails with c.stale: on
+// PostgreSQL with the transaction's events, in flush's one statement (which then fails the
+// transaction), elsewhere at once.
+func (l *Ledger) closeAttempt(tx *gorm.DB, c *attemptClose) error {
+	if v, ok := tx.Get(pendingKey); ok && l.dialect == Postgres {
+		v.(*pending).closing = c
+		return nil
+	}
+	res := tx.Model(&Attempt{}).Where("id = ? AND finished_at IS NULL", c.id).Updates(map[string]any{
+		"finished_at": c.finishedAt, "class": c.class, "latency_ms": c.latencyMS,
+		"downstream_status": c.status, "error": c.err, "trace_id": c.traceID})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return c.stale
+	}
+	return nil
 }
 
 // ClaimDue claims up to limit PENDING operations whose next attempt is due, oldest first, for

@@ -134,7 +134,9 @@ func (l *Ledger) probeSeries(db *gorm.DB, s Scope, start time.Time) ([]Bucket, e
 	}
 	q := db.Table("events").
 		Select(l.hourExpr("at")+" AS hour, COALESCE("+outcome+", 'unknown') AS label, COUNT(*) AS n").
-		Where("type = ? AND at >= ?", EventReconcileFinished, start).Group("1, 2")
+		// The type is written into the statement, not bound: events_reconcile_at holds only
+		// these events, and a plan can use it only when it sees the type (migration 19).
+		Where("type = '"+EventReconcileFinished+"' AND at >= ?", start).Group("1, 2")
 	return l.series(s.apply(q, "tenant"), start, "probes by hour")
 }
 

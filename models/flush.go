@@ -19,7 +19,9 @@ import (
 type pending struct {
 	events []Event
 	// attempts are new attempt rows (insertAttempt), written before the events.
-	attempts      []*Attempt
+	attempts []*Attempt
+	// closing is an attempt to close (closeAttempt), with the events.
+	closing       *attemptClose
 	announcements []announcement
 	// forget names the terminal operations whose cached replay answers the transaction
 	// changes (forgetReplays): this process drops them once it has committed.
@@ -57,6 +59,8 @@ const pendingKey = "idemgate:pending"
 // flush writes what tx deferred, and on PostgreSQL notifies the other replicas of the changed
 // operations that one of their waiters watches (Ledger.Watch), all in one statement:
 //
+//   - a new attempt's row (insertAttempt), or the closing of an open one (closeAttempt), whose
+//     row count decides whether the transaction stands;
 //   - the events, in one multi-row INSERT, in the order they were appended;
 //   - pg_notify only for operations whose watched flag is set. A notification makes
 //     PostgreSQL serialise the commits of every notifying transaction (the async queue's
@@ -78,7 +82,7 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		}
 		return l.announceAll(tx, p.announcements)
 	}
-	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 && len(p.attempts) == 0 {
+	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 && len(p.attempts) == 0 && p.closing == nil {
 		return nil
 	}
 	events := p.events
@@ -105,6 +109,13 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		}
 		q.WriteString("), ")
 	}
+	closed := "1"
+	if c := p.closing; c != nil {
+		q.WriteString("fin AS (UPDATE attempts SET finished_at = ?, class = ?, latency_ms = ?, downstream_status = ?, error = ?, trace_id = ? " +
+			"WHERE id = ? AND finished_at IS NULL RETURNING 1), ")
+		args = append(args, c.finishedAt, c.class, c.latencyMS, c.status, c.err, c.traceID, c.id)
+		closed = "(SELECT count(*) FROM fin)"
+	}
 	if len(events) > 0 {
 		q.WriteString("ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) VALUES ")
 		for i, e := range events {
@@ -127,11 +138,14 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	// counted it probes operations_watched, which holds only the watched rows
 	// (TestHotStatementsDoNotSeqScanAnUnanalyzedLedger).
 	q.WriteString("n AS (SELECT pg_notify(?, id) FROM operations WHERE id IN ? AND watched) " +
-		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL)")
+		"SELECT (SELECT count(*) FROM n), EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant IN ? AND deleted_at IS NULL), " + closed)
 	args = append(args, notifyChannel, changed, announcedTenants(p.announcements)) // none: IN (NULL)
-	subscribed, err := flushRow(tx, q.String(), args)
+	subscribed, closedRows, err := flushRow(tx, q.String(), args)
 	if err != nil {
 		return fmt.Errorf("ledger: write events and notify: %w", err)
+	}
+	if closedRows != 1 {
+		return p.closing.stale // the whole transaction rolls back
 	}
 	if !subscribed {
 		return nil
@@ -175,22 +189,23 @@ func (l *Ledger) announceAll(tx *gorm.DB, list []announcement) error {
 	return nil
 }
 
-// flushRow runs flush's statement and reads whether a subscription may want its announcements.
-func flushRow(tx *gorm.DB, q string, args []any) (subscribed bool, err error) {
+// flushRow runs flush's statement and reads whether a subscription may want its announcements
+// and how many attempts it closed (1 when it closed none: none was asked).
+func flushRow(tx *gorm.DB, q string, args []any) (subscribed bool, closed int64, err error) {
 	rows, err := tx.Raw(q, args...).Rows()
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return false, err
+			return false, 0, err
 		}
-		return false, errors.New("no row")
+		return false, 0, errors.New("no row")
 	}
 	var notified int64
-	if err := rows.Scan(&notified, &subscribed); err != nil {
-		return false, err
+	if err := rows.Scan(&notified, &subscribed, &closed); err != nil {
+		return false, 0, err
 	}
-	return subscribed, rows.Close()
+	return subscribed, closed, rows.Close()
 }

@@ -196,6 +196,13 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	if len(deferred.forget) > 0 {
 		l.replays.forget(deferred.forget...)
 	}
+	l.committed(ctx, changed, transitions)
+	return nil
+}
+
+// committed tells this process what a write just committed: the waiters of the changed
+// operations, and the observer of its transitions.
+func (l *Ledger) committed(ctx context.Context, changed []string, transitions []Transition) {
 	for _, id := range changed {
 		l.changes.Publish(id)
 	}
@@ -206,7 +213,6 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 			l.observer.Transitioned(t)
 		}
 	}
-	return nil
 }
 
 // Transition is a committed state change (or a creation, with From ""), reported to the
@@ -251,7 +257,8 @@ type eventInput struct {
 	detail  map[string]any
 }
 
-func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
+// newEvent is the row of the event in describes, at at.
+func newEvent(at time.Time, in eventInput) (Event, error) {
 	ev := Event{OperationID: in.op.ID, Tenant: in.op.Tenant, At: at, Type: in.typ, Actor: in.actor}
 	if in.from != "" {
 		ev.FromState = ptr(in.from)
@@ -265,9 +272,17 @@ func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
 	if len(in.detail) > 0 {
 		b, err := json.Marshal(in.detail)
 		if err != nil {
-			return err
+			return ev, err
 		}
 		ev.Detail = ptr(string(b))
+	}
+	return ev, nil
+}
+
+func (l *Ledger) appendEvent(tx *gorm.DB, at time.Time, in eventInput) error {
+	ev, err := newEvent(at, in)
+	if err != nil {
+		return err
 	}
 	if v, ok := tx.Get(pendingKey); ok {
 		p := v.(*pending)

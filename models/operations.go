@@ -128,6 +128,9 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		op.NextAttemptAt = ptr(now)
 	}
 
+	if l.dialect == Postgres && attempt != nil && in.Audit == nil && in.Compensates == "" {
+		return l.submitClaimed(ctx, in, op, attempt, now)
+	}
 	var existing *Operation
 	err := l.txn(ctx, "submit", func(tx *gorm.DB) ([]string, error) {
 		res := tx.Exec(insertOperation, op.columns()...)
@@ -138,14 +141,8 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			existing = &Operation{}
 			return nil, tx.Where("tenant = ? AND op_key = ?", in.Tenant, in.Key).Take(existing).Error
 		}
-		noteTransition(tx, Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, To: op.State, Attempt: op.Attempts, Actor: in.Actor})
-		created := map[string]any{"fingerprint": op.Fingerprint}
-		if r := strings.TrimSpace(in.Reason); r != "" {
-			created["reason"] = r
-		}
-		created = withUserID(created, Person{UserID: in.ActorUserID})
-		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor,
-			detail: created}); err != nil {
+		noteTransition(tx, createdTransition(op, in))
+		if err := l.appendEvent(tx, now, createdEvent(op, in)); err != nil {
 			return nil, err
 		}
 		if review != nil {
@@ -161,8 +158,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			if err := l.insertAttempt(tx, attempt); err != nil {
 				return nil, err
 			}
-			if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptStarted, attempt: 1, actor: "worker:" + in.Claim.Worker,
-				detail: map[string]any{"attempt_id": attempt.ID, "fence": attempt.Fence}}); err != nil {
+			if err := l.appendEvent(tx, now, attemptStartedEvent(op, attempt)); err != nil {
 				return nil, err
 			}
 		}
@@ -185,6 +181,76 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	if existing != nil {
 		return sameOperation(existing, in)
 	}
+	return Submitted{Op: op, Created: true, Attempt: attempt}, nil
+}
+
+// createdEvent is the first event of op, recorded for in.
+func createdEvent(op *Operation, in NewOperation) eventInput {
+	detail := map[string]any{"fingerprint": op.Fingerprint}
+	if r := strings.TrimSpace(in.Reason); r != "" {
+		detail["reason"] = r
+	}
+	detail = withUserID(detail, Person{UserID: in.ActorUserID})
+	return eventInput{op: op, typ: EventCreated, to: op.State, actor: in.Actor, detail: detail}
+}
+
+// attemptStartedEvent is the event of a's start.
+func attemptStartedEvent(op *Operation, a *Attempt) eventInput {
+	return eventInput{op: op, typ: EventAttemptStarted, attempt: a.Number, actor: "worker:" + a.Worker,
+		detail: map[string]any{"attempt_id": a.ID, "fence": a.Fence}}
+}
+
+// createdTransition is the creation of op, for the observer.
+func createdTransition(op *Operation, in NewOperation) Transition {
+	return Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, To: op.State, Attempt: op.Attempts, Actor: in.Actor}
+}
+
+// submitClaimed records op, claimed by attempt, in one statement on PostgreSQL: the operation
+// (unless its key is taken), the attempt's row and the created and attempt_started events,
+// each written only when the operation was, committed as the statement ends. It is Submit's
+// transaction for a call that needs nothing else written with it (no review, no audit entry,
+// no compensation link, nothing announced): one round trip where a transaction takes four.
+// A statement whose answer is lost may have committed, as a COMMIT may (commitCutOff).
+func (l *Ledger) submitClaimed(ctx context.Context, in NewOperation, op *Operation, attempt *Attempt, now time.Time) (_ Submitted, err error) {
+	var q strings.Builder
+	args := append(make([]any, 0, 64), op.columns()...)
+	q.WriteString("WITH op AS (" + insertOperation + " RETURNING id), " +
+		"at AS (INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) " +
+		"SELECT ?, id, ?, ?, ?, ?::timestamptz FROM op), " +
+		"ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
+		"SELECT op.id, v.tenant, v.at, v.type, v.from_state, v.to_state, v.attempt, v.actor, v.detail FROM op, (VALUES ")
+	args = append(args, attempt.ID, attempt.Number, attempt.Fence, attempt.Worker, attempt.StartedAt)
+	for i, in := range []eventInput{createdEvent(op, in), attemptStartedEvent(op, attempt)} {
+		ev, err := newEvent(now, in)
+		if err != nil {
+			return Submitted{}, err
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?::integer, ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::integer, ?::text, ?::text)")
+		args = append(args, i, ev.Tenant, ev.At, ev.Type, ev.FromState, ev.ToState, ev.Attempt, ev.Actor, ev.Detail)
+	}
+	// In their order: an event's id is its place on the operation's timeline.
+	q.WriteString(") AS v (n, tenant, at, type, from_state, to_state, attempt, actor, detail) ORDER BY v.n) " +
+		"SELECT count(*) FROM op")
+
+	created := []Transition{createdTransition(op, in)}
+	ctx, span := l.startWrite(ctx, "submit")
+	defer func() { endWrite(span, created, err) }()
+	var n int64
+	if err := l.db.WithContext(ctx).Raw(q.String(), args...).Row().Scan(&n); err != nil {
+		return Submitted{}, commitCutOff(l.dialect, "submit", err)
+	}
+	if n == 0 { // lost the race to a concurrent submit of the same key, now committed
+		created = nil
+		existing, err := l.GetByKey(ctx, in.Tenant, in.Key)
+		if err != nil {
+			return Submitted{}, err
+		}
+		return sameOperation(existing, in)
+	}
+	l.committed(ctx, []string{op.ID}, created)
 	return Submitted{Op: op, Created: true, Attempt: attempt}, nil
 }
 

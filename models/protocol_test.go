@@ -204,3 +204,36 @@ func TestOpenReviewLostRaceIsStale(t *testing.T) {
 		assert.Equal(t, models.CodeStale, models.ErrorCode(openErr), "%v", openErr)
 	})
 }
+
+// An outcome for an attempt whose row is no longer open (closed by a reaper of a ledger this
+// one was restored from, or an attempt lost with an asynchronous standby) records nothing,
+// even though the operation is still RUNNING under the same fencing token: the fence alone is
+// not proof of the claim. The operation keeps its state and its events, the attempt its row,
+// and the caller's copy of the operation is left as it was.
+func TestFinishAttemptOfAClosedAttemptRecordsNothing(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		l, c := setup(t, d)
+		ctx := context.Background()
+		in := newOp(c, "closed-attempt")
+		in.Claim = &models.ClaimSpec{Worker: "w1", LeaseFor: time.Minute}
+		s, err := l.Submit(ctx, in)
+		require.NoError(t, err)
+		require.NoError(t, l.DB().Exec("UPDATE attempts SET finished_at = ?, class = 'ambiguous' WHERE id = ?", time.Now().UTC(), s.Attempt.ID).Error)
+		var eventsBefore int64
+		require.NoError(t, l.DB().Model(&models.Event{}).Where("operation_id = ?", s.Op.ID).Count(&eventsBefore).Error)
+
+		err = l.FinishAttempt(ctx, models.Claimed{Op: s.Op, Attempt: s.Attempt}, "w1", succeeded)
+		require.Equal(t, models.CodeStale, models.ErrorCode(err), "%v", err)
+		assert.Equal(t, models.StateRunning, s.Op.State, "the caller's copy is not changed")
+		got, err := l.Get(ctx, c.Tenant, s.Op.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.StateRunning, got.State)
+		assert.Nil(t, got.Result)
+		var eventsAfter int64
+		require.NoError(t, l.DB().Model(&models.Event{}).Where("operation_id = ?", s.Op.ID).Count(&eventsAfter).Error)
+		assert.Equal(t, eventsBefore, eventsAfter, "no event of the dropped outcome")
+		var class string
+		require.NoError(t, l.DB().Raw("SELECT class FROM attempts WHERE id = ?", s.Attempt.ID).Scan(&class).Error)
+		assert.Equal(t, "ambiguous", class, "the attempt keeps what closed it")
+	})
+}

@@ -59,9 +59,10 @@ func (c *CommitCutter) DSN(dsn string) string {
 	return strings.Replace(dsn, net.JoinHostPort(host, strconv.Itoa(port)), "127.0.0.1:"+strconv.Itoa(c.Port), 1)
 }
 
-// CutNextCommitOf arms the proxy: the next COMMIT of a transaction that sent a statement
+// CutNextCommitOf arms the proxy: the next commit of a transaction that sent a statement
 // containing sql (as a simple query, or parsed for the extended protocol) is forwarded, its
-// answer swallowed, and the connection closed on both sides.
+// answer swallowed, and the connection closed on both sides. The commit is a COMMIT, or, for
+// a statement sent outside BEGIN … COMMIT, the Sync that ends its implicit transaction.
 func (c *CommitCutter) CutNextCommitOf(sql string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,6 +128,7 @@ func (c *CommitCutter) serve(client net.Conn) {
 	var (
 		wrote   bool            // this transaction sent the armed statement
 		written map[string]bool // prepared statements whose text holds it
+		inTx    bool            // within BEGIN … COMMIT
 	)
 	written = map[string]bool{}
 	for {
@@ -142,15 +144,20 @@ func (c *CommitCutter) serve(client net.Conn) {
 			case armed != "" && strings.Contains(string(msg), armed):
 				wrote = true
 			case strings.HasPrefix(q, "begin") || q == "rollback":
-				wrote = false
+				wrote, inTx = false, strings.HasPrefix(q, "begin")
 			case q == "commit" && wrote && c.take():
-				if _, err := server.Write(msg); err != nil {
-					return
-				}
-				close(cutting)
-				<-answered
-				c.done()
+				c.cutAfter(server, msg, cutting, answered)
 				return // closes both connections: the client never hears the answer
+			case q == "commit":
+				inTx = false
+			}
+		case 'S': // Sync: outside a transaction, the statements before it commit
+			if !inTx && wrote && c.take() {
+				c.cutAfter(server, msg, cutting, answered)
+				return
+			}
+			if !inTx {
+				wrote = false
 			}
 		case 'P': // Parse: statement name, then its text
 			name, rest, _ := bytes.Cut(msg[5:], []byte{0})
@@ -168,6 +175,16 @@ func (c *CommitCutter) serve(client net.Conn) {
 			return
 		}
 	}
+}
+
+// cutAfter forwards msg, the commit, and waits until its answer has been swallowed.
+func (c *CommitCutter) cutAfter(server net.Conn, msg []byte, cutting chan<- struct{}, answered <-chan struct{}) {
+	if _, err := server.Write(msg); err != nil {
+		return
+	}
+	close(cutting)
+	<-answered
+	c.done()
 }
 
 // relayServer copies the server's messages to the client until the COMMIT to cut was
