@@ -160,6 +160,13 @@ func (c *replayCache) forget(ids ...string) {
 	}
 }
 
+// isLive says whether the cache answers replays now.
+func (c *replayCache) isLive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live && c.budget > 0
+}
+
 // setLive empties the cache and says whether it may be used from now on: true once a
 // listener hears every invalidation, false when it stops hearing them.
 func (c *replayCache) setLive(live bool) {

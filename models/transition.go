@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -56,14 +57,8 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	if c.apply != nil {
 		cols = append(cols, c.apply(&next)...)
 	}
-	q := tx.Model(&Operation{}).Where("id = ? AND state = ?", op.ID, c.from)
-	if c.fence != 0 {
-		q = q.Where("fence = ?", c.fence)
-	}
-	if c.unambiguous {
-		q = q.Where("ambiguous = ?", false)
-	}
-	res := q.Select(cols).Updates(&next)
+	q, args := compareAndSet(&next, cols, op.ID, c)
+	res := tx.Exec(q, args...)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -113,6 +108,52 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	*op = next
 	return nil
 }
+
+// compareAndSet is the UPDATE of transition: next's columns cols, where op id is still in
+// c.from (and holds c's fence, and was never ambiguous, when c says so). Written out rather
+// than built by GORM from the struct: every attempt's outcome runs it, and reflecting over
+// the struct cost more CPU than the statement's execution.
+func compareAndSet(next *Operation, cols []string, id string, c change) (string, []any) {
+	fields := next.columns()
+	var q strings.Builder
+	args := make([]any, 0, len(cols)+4)
+	q.WriteString("UPDATE operations SET ")
+	seen := make(map[string]bool, len(cols))
+	for _, col := range cols {
+		if seen[col] {
+			continue // a change may name a column the common ones already set
+		}
+		seen[col] = true
+		i, ok := operationColumnIndex[col]
+		if !ok {
+			panic("ledger: transition sets unknown column " + col)
+		}
+		if len(seen) > 1 {
+			q.WriteString(", ")
+		}
+		q.WriteString(col + " = ?")
+		args = append(args, fields[i])
+	}
+	q.WriteString(" WHERE id = ? AND state = ?")
+	args = append(args, id, c.from)
+	if c.fence != 0 {
+		q.WriteString(" AND fence = ?")
+		args = append(args, c.fence)
+	}
+	if c.unambiguous {
+		q.WriteString(" AND NOT ambiguous")
+	}
+	return q.String(), args
+}
+
+// operationColumnIndex finds a column's place in operationColumns (and Operation.columns).
+var operationColumnIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, col := range strings.Split(operationColumns, ",") {
+		m[strings.TrimSpace(col)] = i
+	}
+	return m
+}()
 
 // setError returns an apply func recording an error on the operation.
 func setError(class, message string, status int) func(op *Operation) []string {

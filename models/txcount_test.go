@@ -185,10 +185,18 @@ func (w *wireTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEnd
 // recorded, with a caller of tenant "acme" already set up (and not counted).
 func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Caller, *roundTrips) {
 	t.Helper()
+	l, c, rec, _ := countedLedgerDSN(t, d)
+	return l, c, rec
+}
+
+// countedLedgerDSN is countedLedger, and the URL of its database.
+func countedLedgerDSN(t *testing.T, d models.Dialect) (*models.Ledger, *models.Caller, *roundTrips, string) {
+	t.Helper()
 	rec := &roundTrips{}
 	var l *models.Ledger
+	dsn := testdb.DSN(t, d)
 	if d == models.Postgres {
-		db, _, err := models.OpenWith(context.Background(), testdb.DSN(t, d),
+		db, _, err := models.OpenWith(context.Background(), dsn,
 			models.Options{QueryTracer: &wireTracer{rec: rec, inTx: map[*pgx.Conn]bool{}}})
 		require.NoError(t, err)
 		sqlDB, _ := db.DB()
@@ -198,7 +206,7 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 	} else {
 		// SQLite's driver has no tracer: both connection pools GORM sends statements
 		// through, the writer's and the readers', are wrapped instead.
-		db, _, err := models.OpenWith(context.Background(), testdb.DSN(t, d), models.Options{
+		db, _, err := models.OpenWith(context.Background(), dsn, models.Options{
 			WrapSQLite: func(p gorm.ConnPool) gorm.ConnPool { return &countingPool{inner: p, rec: rec} }})
 		require.NoError(t, err)
 		sqlDB, _ := db.DB()
@@ -214,7 +222,62 @@ func countedLedger(t *testing.T, d models.Dialect) (*models.Ledger, *models.Call
 	c, err := l.Authenticate(ctx, k.Secret)
 	require.NoError(t, err)
 	require.NotEmpty(t, rec.take(), "the recorder sees the set-up's round trips")
-	return l, c, rec
+	return l, c, rec, dsn
+}
+
+// TestRoundTripsWithTheReplayCache: while the replay cache is live (PostgreSQL, a listener up),
+// a new operation is five round trips (the submit's one statement, then the outcome's
+// transaction: no look-up first), a replay of an operation this process has read none, and
+// the first replay of one it never read two (the submit's statement, which writes nothing,
+// then the read).
+func TestRoundTripsWithTheReplayCache(t *testing.T) {
+	l, c, rec, dsn := countedLedgerDSN(t, models.Postgres)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		l.Listen(ctx, dsn, testLogger(t))
+	}()
+	defer func() { cancel(); <-stopped }()
+	listening(t, l)
+	// The key look-up's plan reads the table's statistics at most every 10 s (keyplan.go).
+	_, err := l.GetByKey(ctx, c.Tenant, "warm-up")
+	require.Equal(t, models.CodeNotFound, models.ErrorCode(err))
+	rec.take()
+
+	in := newOp(c, "order-7:refund")
+	in.Claim = &models.ClaimSpec{Worker: "w1", LeaseFor: time.Minute}
+	s, err := l.Submit(ctx, in)
+	require.NoError(t, err)
+	require.True(t, s.Created)
+	require.NoError(t, l.FinishAttempt(ctx, models.Claimed{Op: s.Op, Attempt: s.Attempt}, "w1", succeeded))
+	created := rec.take()
+	got := tallyOf(created)
+	assert.Equal(t, []string{"WITH"}, got.outside, "no look-up before the submit's statement:\n%s", describeTrips(created))
+	assert.Equal(t, []string{"UPDATE", "WITH"}, got.inTx, "the outcome's transaction:\n%s", describeTrips(created))
+	assert.Equal(t, 5, got.total, "%s", describeTrips(created))
+
+	again := newOp(c, "order-7:refund")
+	again.Claim = in.Claim
+	first, err := l.Submit(ctx, again)
+	require.NoError(t, err)
+	require.False(t, first.Created)
+	require.Equal(t, models.StateSucceeded, first.Op.State)
+	firstTrips := rec.take()
+	assert.Equal(t, []string{"WITH", "SELECT"}, tallyOf(firstTrips).outside, "the known key, then its read:\n%s", describeTrips(firstTrips))
+	for range 3 {
+		r, err := l.Submit(ctx, again)
+		require.NoError(t, err)
+		require.False(t, r.Created)
+		require.Equal(t, s.Op.ID, r.Op.ID)
+	}
+	assert.Empty(t, rec.take(), "replays answered from memory")
+
+	other := again
+	other.Fingerprint = "sha256:bb"
+	_, err = l.Submit(ctx, other)
+	assert.Equal(t, models.CodeKeyMismatch, models.ErrorCode(err), "other params are refused from memory too")
+	assert.Empty(t, rec.take())
 }
 
 // tally summarises recorded round trips.
