@@ -55,6 +55,7 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		out.ErrorMessage = "an earlier attempt may have taken effect; this one ended: " + out.ErrorMessage
 	}
 	before := *op
+	_, gen := l.replays.get(op.Tenant, op.Key) // for the answer this outcome may leave to replay
 	err := l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
 		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
 		if out.DownstreamStatus != 0 {
@@ -136,6 +137,12 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 	})
 	if ErrorCode(err) == CodeStale {
 		*op = before // nothing of this outcome was recorded
+	}
+	if err == nil {
+		// A terminal op is the row as committed: its replays need not read it back. Nothing
+		// can have changed it since (a compensation or a purge needs it terminal first), and
+		// gen, taken before the commit, refuses it if any invalidation arrived meanwhile.
+		l.replays.put(gen, op)
 	}
 	return err
 }

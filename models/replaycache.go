@@ -36,6 +36,9 @@ const forgetAll = "*"
 //     asked (handlers), whether or not the answer comes from here, so a revoked key is
 //     refused exactly as without the cache (see keyCache).
 //
+// The cache is filled by a replay's read, and by this process's own recording of a terminal
+// outcome (FinishAttempt), whose operation is the row it committed.
+//
 // Each of the first three writes, in its own transaction, a notification on replaysChannel;
 // every replica's listener drops what it names (this process's own too, and this process
 // drops it again once its commit returns). Operations with a review are not kept (a review is

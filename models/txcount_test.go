@@ -227,9 +227,9 @@ func countedLedgerDSN(t *testing.T, d models.Dialect) (*models.Ledger, *models.C
 
 // TestRoundTripsWithTheReplayCache: while the replay cache is live (PostgreSQL, a listener up),
 // a new operation is five round trips (the submit's one statement, then the outcome's
-// transaction: no look-up first), a replay of an operation this process has read none, and
-// the first replay of one it never read two (the submit's statement, which writes nothing,
-// then the read).
+// transaction: no look-up first); a replay of an operation this process recorded or read is
+// none, and answers what the database holds; the first replay of one another process
+// recorded is two (the submit's statement, which writes nothing, then the read).
 func TestRoundTripsWithTheReplayCache(t *testing.T) {
 	l, c, rec, dsn := countedLedgerDSN(t, models.Postgres)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,9 +262,33 @@ func TestRoundTripsWithTheReplayCache(t *testing.T) {
 	first, err := l.Submit(ctx, again)
 	require.NoError(t, err)
 	require.False(t, first.Created)
-	require.Equal(t, models.StateSucceeded, first.Op.State)
+	assert.Empty(t, rec.take(), "the operation this process recorded is answered from memory")
+	stored, err := l.Get(ctx, c.Tenant, s.Op.ID)
+	require.NoError(t, err)
+	assert.Equal(t, utcTimes(*stored), utcTimes(*first.Op), "and is the row the database holds")
+	rec.take()
+
+	// Recorded by another process: the first replay reads it.
+	other, _, err := models.Open(ctx, dsn)
+	require.NoError(t, err)
+	sqlOther, _ := other.DB()
+	defer sqlOther.Close()
+	elsewhere := models.New(models.Config{DB: other, Dialect: models.Postgres})
+	in2 := newOp(c, "order-8:refund")
+	in2.Claim = in.Claim
+	s2, err := elsewhere.Submit(ctx, in2)
+	require.NoError(t, err)
+	require.NoError(t, elsewhere.FinishAttempt(ctx, models.Claimed{Op: s2.Op, Attempt: s2.Attempt}, "w2", succeeded))
+	rec.take()
+	known, err := l.Submit(ctx, in2)
+	require.NoError(t, err)
+	require.False(t, known.Created)
+	require.Equal(t, models.StateSucceeded, known.Op.State)
 	firstTrips := rec.take()
 	assert.Equal(t, []string{"WITH", "SELECT"}, tallyOf(firstTrips).outside, "the known key, then its read:\n%s", describeTrips(firstTrips))
+	_, err = l.Submit(ctx, in2)
+	require.NoError(t, err)
+	assert.Empty(t, rec.take(), "then from memory")
 	for range 3 {
 		r, err := l.Submit(ctx, again)
 		require.NoError(t, err)
@@ -273,9 +297,9 @@ func TestRoundTripsWithTheReplayCache(t *testing.T) {
 	}
 	assert.Empty(t, rec.take(), "replays answered from memory")
 
-	other := again
-	other.Fingerprint = "sha256:bb"
-	_, err = l.Submit(ctx, other)
+	mismatched := again
+	mismatched.Fingerprint = "sha256:bb"
+	_, err = l.Submit(ctx, mismatched)
 	assert.Equal(t, models.CodeKeyMismatch, models.ErrorCode(err), "other params are refused from memory too")
 	assert.Empty(t, rec.take())
 }
@@ -391,4 +415,17 @@ func TestRoundTripsOfTheHappyPath(t *testing.T) {
 		assert.Empty(t, got.inTx)
 		assert.Equal(t, 1, got.total)
 	})
+}
+
+// utcTimes is op with every time in UTC, so that an operation read from the database and one
+// kept in memory compare by instant.
+func utcTimes(op models.Operation) models.Operation {
+	op.CreatedAt, op.UpdatedAt = op.CreatedAt.UTC(), op.UpdatedAt.UTC()
+	for _, p := range []**time.Time{&op.NextAttemptAt, &op.LeaseExpiresAt, &op.UnknownSince, &op.NextProbeAt, &op.CompletedAt, &op.PurgedAt} {
+		if *p != nil {
+			t := (*p).UTC()
+			*p = &t
+		}
+	}
+	return op
 }
