@@ -186,13 +186,21 @@ func measure(ctx context.Context, gw *gateway, cfg config) ([]result, error) {
 	return results, nil
 }
 
+// orBlank is d to the microsecond, or nothing for a figure a row does not measure (the growth
+// curve's windows time no single request).
+func orBlank(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.Round(time.Microsecond).String()
+}
+
 func printTable(stdout io.Writer, dialect string, cfg config, results []result) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "scenario\trequests\terrors\treq/s\tp50\tp90\tp99\tCPU/req\tnote\t\n")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Requests, r.Errors, r.PerSecond,
-			r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond),
-			r.CPUPerRequest.Round(time.Microsecond), r.Note)
+			orBlank(r.P50), orBlank(r.P90), orBlank(r.P99), orBlank(r.CPUPerRequest), r.Note)
 	}
 	fmt.Fprintf(tw, "(%s ledger, concurrency %d, %s per scenario)\t\t\t\t\t\t\t\t\t\n", dialect, cfg.concurrency, cfg.duration)
 	return tw.Flush()
