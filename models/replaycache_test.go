@@ -26,12 +26,7 @@ func replicas(t *testing.T, n int, listen bool) []*models.Ledger {
 		}
 	})
 	for range n {
-		db, d, err := models.Open(ctx, dsn)
-		require.NoError(t, err)
-		sqlDB, _ := db.DB()
-		t.Cleanup(func() { sqlDB.Close() })
-		require.NoError(t, models.Migrate(ctx, db, d))
-		l := models.New(models.Config{DB: db, Dialect: d})
+		l := ledgerOn(t, dsn)
 		out = append(out, l)
 		if !listen {
 			continue
@@ -45,6 +40,17 @@ func replicas(t *testing.T, n int, listen bool) []*models.Ledger {
 		listening(t, l)
 	}
 	return out
+}
+
+// ledgerOn opens a migrated ledger on dsn, closed when the test ends.
+func ledgerOn(t *testing.T, dsn string) *models.Ledger {
+	t.Helper()
+	db, d, err := models.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	require.NoError(t, models.Migrate(context.Background(), db, d))
+	return models.New(models.Config{DB: db, Dialect: d})
 }
 
 // listening returns once l's listener hears notifications (and so its replay cache is live).
@@ -183,12 +189,7 @@ func TestReplayCacheNeedsAListener(t *testing.T) {
 func TestReplayCacheStopsWhenItsListenerStops(t *testing.T) {
 	dsn := testdb.DSN(t, models.Postgres)
 	ctx := context.Background()
-	db, d, err := models.Open(ctx, dsn)
-	require.NoError(t, err)
-	sqlDB, _ := db.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	require.NoError(t, models.Migrate(ctx, db, d))
-	l := models.New(models.Config{DB: db, Dialect: d})
+	l := ledgerOn(t, dsn)
 	c := agentOf(ctx, t, l)
 	succeededOn(t, l, c, "refund-4")
 	listen := func() (stop func()) {

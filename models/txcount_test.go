@@ -269,11 +269,7 @@ func TestRoundTripsWithTheReplayCache(t *testing.T) {
 	rec.take()
 
 	// Recorded by another process: the first replay reads it.
-	other, _, err := models.Open(ctx, dsn)
-	require.NoError(t, err)
-	sqlOther, _ := other.DB()
-	defer sqlOther.Close()
-	elsewhere := models.New(models.Config{DB: other, Dialect: models.Postgres})
+	elsewhere := ledgerOn(t, dsn)
 	in2 := newOp(c, "order-8:refund")
 	in2.Claim = in.Claim
 	s2, err := elsewhere.Submit(ctx, in2)
