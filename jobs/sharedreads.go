@@ -24,10 +24,11 @@ type sharedReads struct {
 }
 
 type sharedRead struct {
-	began time.Time
-	done  chan struct{}
-	op    *models.Operation
-	err   error
+	began  time.Time
+	done   chan struct{}
+	op     *models.Operation
+	err    error
+	joined int // waiters that joined it besides the one reading (under sharedReads.mu)
 }
 
 // newSharedReads shares the reads of read, the ledger's Get.
@@ -54,6 +55,7 @@ func (s *sharedReads) get(ctx context.Context, tenant, id string, notBefore time
 		}
 		s.mu.Unlock()
 	} else {
+		r.joined++
 		s.mu.Unlock()
 		select {
 		case <-r.done:
