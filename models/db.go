@@ -126,10 +126,10 @@ func openSQLite(ctx context.Context, dsn string, cfg *gorm.Config, opts Options)
 	writerDB.SetMaxOpenConns(1)
 	readerDB.SetMaxOpenConns(sqliteReaders)
 	readerDB.SetMaxIdleConns(sqliteReaders)
-	if err := writerDB.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, writerDB); err != nil {
 		return fail(err)
 	}
-	if err := readerDB.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, readerDB); err != nil {
 		return fail(err)
 	}
 	var writer, reader gorm.ConnPool = writerDB, readerDB
@@ -146,6 +146,26 @@ func openSQLite(ctx context.Context, dsn string, cfg *gorm.Config, opts Options)
 		return fail(err)
 	}
 	return db, SQLite, nil
+}
+
+// pingSQLite opens db's first connection. Two processes opening one new file at the same
+// moment (a serve and a worker started together) can find it locked while the other switches
+// it to WAL, and SQLite answers that with SQLITE_BUSY at once rather than through
+// busy_timeout (seen in TestLedgerKeyMadeOnceAndShared): the open is tried again for as long
+// as busy_timeout would have waited.
+func pingSQLite(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // sqliteDriver is the pure-Go SQLite driver registered under sqlite.DriverName.
