@@ -18,8 +18,6 @@ import (
 // Nothing reads an event back within the transaction that appends it.
 type pending struct {
 	events []Event
-	// attempts are new attempt rows (insertAttempt), written before the events.
-	attempts []*Attempt
 	// closing is an attempt to close (closeAttempt), with the events.
 	closing       *attemptClose
 	announcements []announcement
@@ -59,8 +57,8 @@ const pendingKey = "idemgate:pending"
 // flush writes what tx deferred, and on PostgreSQL notifies the other replicas of the changed
 // operations that one of their waiters watches (Ledger.Watch), all in one statement:
 //
-//   - a new attempt's row (insertAttempt), or the closing of an open one (closeAttempt), whose
-//     row count decides whether the transaction stands;
+//   - the closing of an open attempt (closeAttempt), whose row count decides whether the
+//     transaction stands;
 //   - the events, in one multi-row INSERT, in the order they were appended;
 //   - pg_notify only for operations whose watched flag is set. A notification makes
 //     PostgreSQL serialise the commits of every notifying transaction (the async queue's
@@ -82,7 +80,7 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		}
 		return l.announceAll(tx, p.announcements)
 	}
-	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 && len(p.attempts) == 0 && p.closing == nil {
+	if len(p.events) == 0 && len(changed) == 0 && len(p.announcements) == 0 && p.closing == nil {
 		return nil
 	}
 	events := p.events
@@ -98,17 +96,6 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	var q strings.Builder
 	args := make([]any, 0, len(events)*9+3)
 	q.WriteString("WITH ")
-	if len(p.attempts) > 0 {
-		q.WriteString("at AS (INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) VALUES ")
-		for i, a := range p.attempts {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?)")
-			args = append(args, a.ID, a.OperationID, a.Number, a.Fence, a.Worker, a.StartedAt)
-		}
-		q.WriteString("), ")
-	}
 	closed := "1"
 	if c := p.closing; c != nil {
 		q.WriteString("fin AS (UPDATE attempts SET finished_at = ?, class = ?, latency_ms = ?, downstream_status = ?, error = ?, trace_id = ? " +
@@ -151,17 +138,6 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 		return nil
 	}
 	return l.announceAll(tx, p.announcements)
-}
-
-// insertAttempt writes a new attempt's row: on PostgreSQL with the transaction's events, in
-// flush's one statement (nothing reads an attempt back in the transaction that starts it).
-func (l *Ledger) insertAttempt(tx *gorm.DB, a *Attempt) error {
-	if v, ok := tx.Get(pendingKey); ok && l.dialect == Postgres {
-		p := v.(*pending)
-		p.attempts = append(p.attempts, a)
-		return nil
-	}
-	return tx.Create(a).Error
 }
 
 // flushEventRows is how many events flush writes in its one statement (9 parameters each).

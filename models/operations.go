@@ -161,7 +161,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			}
 		}
 		if attempt != nil {
-			if err := l.insertAttempt(tx, attempt); err != nil {
+			if err := tx.Create(attempt).Error; err != nil {
 				return nil, err
 			}
 			if err := l.appendEvent(tx, now, attemptStartedEvent(op, attempt)); err != nil {
