@@ -384,9 +384,10 @@ func TestRoundTripsOfTheHappyPath(t *testing.T) {
 		// SUCCEEDED is announced (SPEC §6a): on PostgreSQL the events' statement also asks
 		// whether the tenant has a live webhook subscription, and notifies only operations
 		// another replica watches, so with neither nothing more is sent; SQLite reads the
-		// subscriptions after the events. On PostgreSQL the attempt's row, new or closed, goes
-		// with the events, in one statement, and Submit's whole write is one statement, which
-		// commits as it ends: no BEGIN, no COMMIT (submitClaimed).
+		// subscriptions after the events. On PostgreSQL the attempt's close goes with the
+		// outcome's events, in one statement, and Submit's whole write (operation, attempt,
+		// events) is one statement, which commits as it ends: no BEGIN, no COMMIT
+		// (submitClaimed).
 		if d == models.Postgres {
 			assert.Equal(t, 1, got.transactions, "the outcome's transaction:\n%s", describeTrips(created))
 			assert.Equal(t, []string{"SELECT", "WITH"}, got.outside, "the key look-up, then the submit's one statement:\n%s", describeTrips(created))
