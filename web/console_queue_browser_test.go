@@ -25,7 +25,9 @@ func TestBrowserQueueFirstScreen(t *testing.T) {
 	}
 	pw := con.User(t, "rita@example.com", models.RoleReviewer)
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
-	run(t, ctx, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
+	// The sign-in lands on the queue; navigating before it has would race the form's redirect
+	// (under load the redirect won and the navigation never finished).
+	run(t, ctx, chromedp.WaitVisible(testID("review-table")), chromedp.EmulateViewport(1440, 900), chromedp.Reload(), chromedp.WaitVisible(testID("review-table")))
 	visible := value(t, ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="review-row"]'))
 		.filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length`))
 	assert.GreaterOrEqual(t, visible, 5, "reviews wholly in the first screen at 1440×900")
