@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/big"
@@ -202,13 +204,13 @@ func (h *Console) Bulk(c echo.Context) error {
 	}
 	label, explain, _ := bulkLabel(b.Action)
 	p := views.BulkPage{Page: h.page(c, v, "Bulk decision", views.NavReviews), ID: b.ID, Action: label, Explain: explain,
-		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b)}
+		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b), OneTenant: !v.Scope.Unlimited() && len(v.Scope.Tenants()) == 1}
 	if f, ok := h.takeFlash(c); ok {
 		p.Notice, p.Reason = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}, f.Input.Reason
 	}
 	for _, it := range b.Items {
 		p.Rows = append(p.Rows, views.BulkRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Key: it.Key, Tool: it.Tool,
-			Tenant: it.Tenant, State: string(it.ExpectedState), Attempts: it.ExpectedAttempts, Outcome: it.Outcome, Message: it.Message})
+			Tenant: it.Tenant, State: string(it.ExpectedState), Outcome: it.Outcome, Message: it.Message})
 		switch it.Outcome {
 		case models.BulkDone:
 			p.Done++
@@ -216,6 +218,18 @@ func (h *Console) Bulk(c echo.Context) error {
 			p.Refused++
 		default:
 			p.Untried++
+		}
+	}
+	if !p.Prepared {
+		// The version is read before what the page shows of the operations: a change between the
+		// two is shown again at the page's first check, never taken as shown.
+		states, version, err := h.Ledger.OperationStates(c.Request().Context(), v.Scope, itemIDs(b))
+		if err != nil {
+			return err
+		}
+		p.LiveSrc, p.LiveVersion = "/bulk/"+url.PathEscape(b.ID)+"/version", bulkVersion(b, version)
+		for i := range p.Rows {
+			p.Rows[i].Now = string(states[p.Rows[i].ID])
 		}
 	}
 	if err := h.bulkStakes(c, v, &p); err != nil {
@@ -243,6 +257,41 @@ func (h *Console) Bulk(c echo.Context) error {
 		p.AppliedReason = *b.Reason
 	}
 	return renderPage(c, http.StatusOK, views.Bulk(p))
+}
+
+// BulkVersion answers the result page's question "has it changed?": a version of the
+// decision's outcomes and of its operations' rows, as plain text.
+func (h *Console) BulkVersion(c echo.Context) error {
+	v, b, err := h.viewedBulk(c)
+	if err != nil {
+		return err
+	}
+	_, version, err := h.Ledger.OperationStates(c.Request().Context(), v.Scope, itemIDs(b))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.String(http.StatusOK, bulkVersion(b, version))
+}
+
+// bulkVersion is the version of b's result page, whose operations' rows have the version ops:
+// it changes when they do, and when the run records an outcome or ends (another tab applying).
+func bulkVersion(b *models.BulkDecision, ops string) string {
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%s|%s|", b.Status, ops)
+	for _, it := range b.Items {
+		fmt.Fprintf(sum, "%d:%s,", it.Seq, it.Outcome)
+	}
+	return hex.EncodeToString(sum.Sum(nil)[:8])
+}
+
+// itemIDs are the ids of b's operations, in its order.
+func itemIDs(b *models.BulkDecision) []string {
+	ids := make([]string, len(b.Items))
+	for i, it := range b.Items {
+		ids[i] = it.OperationID
+	}
+	return ids
 }
 
 // outcomeRank orders a result's rows: refused, not tried, done.
@@ -480,7 +529,7 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 		return err
 	}
 	for i := range p.Rows {
-		p.Rows[i].Evidence = evidenceLine(evidence[p.Rows[i].ID])
+		p.Rows[i].Evidence = evidenceParts(evidence[p.Rows[i].ID])
 	}
 	totals := map[string]*big.Int{}
 	for i := range p.Rows {

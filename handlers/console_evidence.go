@@ -11,7 +11,11 @@ import (
 // a list (the queue, a bulk decision): "14 look-ups, all HTTP 500 · 1 attempt · timeout".
 // Rows that differ in what happened then read differently; "" when nothing was tried. The
 // look-ups come first: they are the latest word, and a row cut short keeps its start.
-func evidenceLine(ev models.Evidence) string {
+func evidenceLine(ev models.Evidence) string { return strings.Join(evidenceParts(ev), " · ") }
+
+// evidenceParts are evidenceLine's parts, for a cell that may wrap between them but not
+// inside one ("HTTP" and "504" on two lines).
+func evidenceParts(ev models.Evidence) []string {
 	var parts []string
 	if len(ev.Lookups) > 0 {
 		n, answers := 0, map[string]int{}
@@ -27,7 +31,7 @@ func evidenceLine(ev models.Evidence) string {
 	if seen := attemptSeen(ev); seen != "" {
 		parts = append(parts, seen)
 	}
-	return strings.Join(parts, " · ")
+	return parts
 }
 
 // attemptSeen names, in a word or two, what the last finished attempt saw: the status it got,

@@ -18,8 +18,8 @@ var reviewSorts = []string{sortWaiting, sortAmount}
 
 // sortLabels name the queue's orders in its filters.
 var sortLabels = map[string]string{
-	sortWaiting: "Longest waiting first",
-	sortAmount:  "Largest amount first",
+	sortWaiting: "Waiting longest",
+	sortAmount:  "Largest amount",
 }
 
 // reviewSort is the order the query asks for; anything else is the default.

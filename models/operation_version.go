@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -41,6 +43,41 @@ func (l *Ledger) OperationVersion(ctx context.Context, s Scope, id string) (stri
 func (r *OperationRecord) Version() string {
 	op := r.Op
 	return versionOf(op.State, op.Attempts, op.Probes, op.ReviewID, op.CompensatedBy, op.UpdatedAt, int64(len(r.Events)))
+}
+
+// OperationStates returns the states of the operations ids within s, by id, and a version of
+// them all that changes whenever the row of one of them does (state, attempts, look-ups,
+// review, compensation, last update): what a page listing many operations, a bulk decision's
+// result, asks to know when to show itself again. Unlike OperationVersion it does not count
+// events: such a page shows the rows, not the timelines. Ids outside s are left out of both.
+func (l *Ledger) OperationStates(ctx context.Context, s Scope, ids []string) (map[string]State, string, error) {
+	type row struct {
+		ID            string
+		State         State
+		Attempts      int
+		Probes        int
+		ReviewID      *string
+		CompensatedBy *string
+		UpdatedAt     time.Time
+	}
+	var rows []row
+	for chunk := range slices.Chunk(ids, 500) {
+		var part []row
+		q := s.apply(l.scope(ctx).Table("operations"), "tenant").
+			Select("id, state, attempts, probes, review_id, compensated_by, updated_at").Where("id IN ?", chunk)
+		if err := q.Scan(&part).Error; err != nil {
+			return nil, "", unavailable("read operation states", err)
+		}
+		rows = append(rows, part...)
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.ID, b.ID) })
+	states := make(map[string]State, len(rows))
+	sum := sha256.New()
+	for _, r := range rows {
+		states[r.ID] = r.State
+		fmt.Fprintf(sum, "%s:%s\n", r.ID, versionOf(r.State, r.Attempts, r.Probes, r.ReviewID, r.CompensatedBy, r.UpdatedAt, 0))
+	}
+	return states, hex.EncodeToString(sum.Sum(nil)[:8]), nil
 }
 
 func versionOf(state State, attempts, probes int, reviewID, compensatedBy *string, updated time.Time, events int64) string {

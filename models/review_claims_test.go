@@ -118,3 +118,45 @@ func TestOperationVersion(t *testing.T) {
 		assert.Equal(t, models.CodeNotFound, models.ErrorCode(err))
 	})
 }
+
+// The states and version of many operations: the version holds still while nothing changes,
+// moves when one row does, and a scope without a tenant sees neither its operations nor their
+// changes.
+func TestOperationStates(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		ctx := context.Background()
+		db := testdb.Open(t, d)
+		l, _, c := webhookSetup(t, d, db)
+		var ids []string
+		for _, key := range []string{"payout-1", "payout-2"} {
+			in := newOp(c, key)
+			in.NeedsApproval = true
+			s, err := l.Submit(ctx, in)
+			require.NoError(t, err)
+			ids = append(ids, s.Op.ID)
+		}
+		acme := models.OnlyTenants("acme")
+		states, before, err := l.OperationStates(ctx, acme, ids)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]models.State{ids[0]: models.StateAwaitingApproval, ids[1]: models.StateAwaitingApproval}, states)
+		_, again, err := l.OperationStates(ctx, acme, []string{ids[1], ids[0]})
+		require.NoError(t, err)
+		assert.Equal(t, before, again, "nothing changed, whatever the order asked in")
+
+		_, err = l.Reject(ctx, models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: ids[1],
+			Actor: "user:ann@example.com", Reason: "not this one", ExpectedState: models.StateAwaitingApproval})
+		require.NoError(t, err)
+		states, after, err := l.OperationStates(ctx, acme, ids)
+		require.NoError(t, err)
+		assert.NotEqual(t, before, after, "a rejection changes what the page shows")
+		assert.Equal(t, models.StateFailedFinal, states[ids[1]])
+
+		states, other, err := l.OperationStates(ctx, models.OnlyTenants("other"), ids)
+		require.NoError(t, err)
+		assert.Empty(t, states, "another tenant's operations are not there")
+		_, none, err := l.OperationStates(ctx, models.OnlyTenants("other"), nil)
+		require.NoError(t, err)
+		assert.Equal(t, none, other, "nor are their changes")
+	})
+}

@@ -47,23 +47,30 @@ type BulkPage struct {
 	When                   Time
 	AppliedReason          string
 	Stopped                bool // the apply stopped half-way: some were not tried
+	// LiveSrc answers the result's version (LiveVersion when rendered): the result page asks
+	// it every few seconds and shows itself again when its operations moved on (a look-up
+	// answered, a retry ended), the rows' "Now" and "What it saw" as they are.
+	LiveSrc, LiveVersion string
+	// OneTenant hides the tenant column: a viewer of one tenant learns nothing from it.
+	OneTenant bool
 }
 
 // BulkRow is one operation of a bulk decision.
 type BulkRow struct {
-	Href     string
-	Key      string
-	Tool     string
-	Tenant   string
-	State    string // as when the reviewer confirmed
-	Attempts int
-	Outcome  string // done, refused or "" (not tried)
-	Message  string
-	ID       string
+	Href    string
+	Key     string
+	Tool    string
+	Tenant  string
+	State   string // as when the reviewer selected it
+	Outcome string // done, refused or "" (not tried)
+	Message string
+	ID      string
 	// Summary says what the operation does, from its tool's summary ("4,800.00 EUR for order
 	// 7702"); "" when the tool has none.
 	Summary string
-	// Evidence says what its attempts and look-ups saw ("14 look-ups, all HTTP 500 · 1
-	// attempt · timeout"), as the queue does; "" when nothing was tried.
-	Evidence string
+	// Evidence says what its attempts and look-ups saw, in parts ("14 look-ups, all HTTP 500",
+	// "1 attempt", "timeout"), as the queue does; none when nothing was tried.
+	Evidence []string
+	// Now is its state as the page was made, on the result page: what the decision led to.
+	Now string
 }

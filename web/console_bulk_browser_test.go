@@ -192,3 +192,56 @@ func TestBrowserBulkAllCountFollowsTheQueue(t *testing.T) {
 	run(t, ctx, chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="bulk-all-label"]').textContent === "All 2 matching this filter"`))
 	assert.Equal(t, 2, count(t, ctx, testID("bulk-pick")))
 }
+
+// The result of a bulk "ask the downstream now" follows its operations: while the reviewer
+// looks at it, a look-up finds one refund, and the page shows that row SUCCEEDED with what the
+// look-up saw, says the page changed, and is not reloaded (what the reviewer scrolled to and
+// the notice of the apply stay).
+func TestBrowserBulkResultUpdatesItself(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	con := consoletest.Start(t, models.SQLite, consoletest.Options{})
+	var ops []*models.Operation
+	for i := range 2 {
+		ops = append(ops, con.Operation(t, consoletest.Seed{Tenant: "acme", Key: fmt.Sprintf("order-%d:refund", 7400+i),
+			Tool: "refunds.issue", Params: fmt.Sprintf(`{"amount_cents":%d,"currency":"EUR","order_id":"%d"}`, 2500+i, 7400+i),
+			Unknown: true, Review: true}))
+	}
+	pw := con.User(t, "rita@example.com", models.RoleReviewer, "acme")
+	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
+	run(t, ctx, chromedp.WaitVisible(testID("bulk-bar")),
+		chromedp.SetValue(testID("bulk-action"), models.ActionReconcileNow),
+		chromedp.Click(testID("bulk-all")),
+		chromedp.Click(testID("bulk-continue")),
+		chromedp.WaitVisible(testID("bulk-apply-form")),
+		chromedp.SendKeys(testID("bulk-reason"), "Provider outage 4711 is over: ask again."),
+		chromedp.Click(testID("bulk-apply")),
+		chromedp.WaitVisible(testID("bulk-done")),
+	)
+	row := func(op *models.Operation, id string) string {
+		return `[data-testid="bulk-row"][data-operation-id="` + op.ID + `"] ` + testID(id)
+	}
+	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(ops[0], "bulk-now")))))
+	run(t, ctx, chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
+
+	// The worker's look-up finds the first refund in the payment system.
+	claimed, err := con.Ledger.ClaimProbes(t.Context(), "worker-1", []string{"refunds.issue"}, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.NoError(t, con.Ledger.RecordProbe(t.Context(), claimed[0], "worker-1", models.ProbeOutcome{Status: 200,
+		Outcome: "found", To: models.StateSucceeded, Result: []byte(`{"id":"re_7400"}`)}))
+	found, other := ops[0], ops[1]
+	if claimed[0].ID != found.ID {
+		found, other = other, found
+	}
+
+	run(t, ctx, chromedp.WaitVisible(testID("live-changed")))
+	assert.Equal(t, "SUCCEEDED", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-now")))))
+	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(other, "bulk-now")))))
+	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-selected")))), "what was decided on stays said")
+	assert.Equal(t, "1 look-up: found · 1 attempt · HTTP 504", value(t, ctx, chromedp.Text(row(found, "bulk-evidence"))))
+	assert.Equal(t, "Some of these operations moved on: the page shows them as they are now.",
+		value(t, ctx, chromedp.Text(testID("live-changed"))))
+	assert.True(t, value(t, ctx, chromedp.Evaluate[bool](`window.sameDocument === true`)), "updated in place, not reloaded")
+	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "2 done, 0 refused", "the notice of the apply stays")
+}

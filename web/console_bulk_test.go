@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
@@ -333,5 +334,56 @@ func TestBulkAllMatchingOperations(t *testing.T) {
 			"bulk_action": {models.ActionMarkFailed}})
 		assert.Equal(t, http.StatusBadRequest, p.Status)
 		assert.Contains(t, p.Body, "sensitive param")
+	})
+}
+
+// A bulk decision's result page knows when its operations move on: its version holds still
+// while nothing changes, moves when a look-up answers, and the page then shows where each
+// operation is now. The confirmation is not live (its form is what the reviewer checks), and
+// the version is nobody's but the owner's (and an admin's over all its tenants).
+func TestBulkResultFollowsItsOperations(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		a := desk.unknown(t, "acme", "order-1:refund")
+		b := desk.unknown(t, "acme", "order-2:refund")
+		path := prepareBulk(t, desk.rita, url.Values{}, url.Values{"list": {"reviews"}, "ids": {a.ID, b.ID},
+			"bulk_action": {models.ActionReconcileNow}})
+		assert.Equal(t, []bool{false}, desk.rita.Last.HasAttr("bulk", "data-live-src"), "the confirmation does not change under the reviewer")
+		assert.Equal(t, http.StatusNotFound, desk.ravi.Get(t, path+"/version").Status, "another reviewer's decision")
+
+		result := applyBulk(t, desk.rita, path, url.Values{"reason": {"Provider outage 4711: ask again."}})
+		assert.Equal(t, []string{path + "/version"}, result.Attrs("bulk", "data-live-src"))
+		assert.Equal(t, []string{"UNKNOWN", "UNKNOWN"}, result.TestIDs("bulk-now"))
+		assert.Empty(t, result.TestIDs("bulk-tenant"), "no tenant column for a viewer of one tenant")
+		shown := result.Attrs("bulk", "data-live-version")
+		require.Len(t, shown, 1)
+		version := func() string {
+			p := desk.rita.Get(t, path+"/version")
+			require.Equal(t, http.StatusOK, p.Status)
+			assert.Equal(t, "no-store", p.Header.Get("Cache-Control"))
+			return p.Body
+		}
+		assert.Equal(t, shown[0], version(), "nothing moved since the page was made")
+		assert.Equal(t, shown[0], version())
+
+		// The downstream's look-up finds one of them: the version moves, the page says so.
+		ops, err := desk.con.Ledger.ClaimProbes(t.Context(), "worker-1", []string{"refunds.issue"}, 1, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, ops, 1)
+		require.NoError(t, desk.con.Ledger.RecordProbe(t.Context(), ops[0], "worker-1", models.ProbeOutcome{Status: 200,
+			Outcome: "found", To: models.StateSucceeded, Result: []byte(`{"id":"re_1"}`)}))
+		moved := version()
+		assert.NotEqual(t, shown[0], moved)
+		again := desk.rita.Get(t, path)
+		assert.Equal(t, []string{moved}, again.Attrs("bulk", "data-live-version"))
+		assert.ElementsMatch(t, []string{"SUCCEEDED", "UNKNOWN"}, again.TestIDs("bulk-now"))
+		assert.Equal(t, []string{"UNKNOWN", "UNKNOWN"}, again.TestIDs("bulk-selected"), "what the reviewer decided on stays said")
+
+		// A reviewer of every tenant is told each row's tenant.
+		theirs := desk.unknown(t, "globex", "order-3:refund")
+		prepareBulk(t, desk.ravi, url.Values{}, url.Values{"list": {"reviews"}, "ids": {theirs.ID}, "bulk_action": {models.ActionReconcileNow}})
+		assert.Equal(t, []string{"globex"}, desk.ravi.Last.TestIDs("bulk-tenant"))
 	})
 }

@@ -47,6 +47,10 @@ func TestBrowserQueueFirstScreen(t *testing.T) {
 	visible = value(t, ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="review-row"]'))
 		.filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length`))
 	t.Logf("at 1280×800: filters end at %v px, %d reviews on the first screen", bottoms, visible)
+	// What is at stake is read whole on a laptop's width: no amount cut short.
+	cut := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-summary"]'))
+		.filter((s) => s.scrollWidth > s.clientWidth).map((s) => s.textContent)`))
+	assert.Empty(t, cut, "summaries cut short at 1280 px")
 }
 
 // Issue 28, item 7: the queue is scanned as a list. At 1440×900 every row is one line, 48 px

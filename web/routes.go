@@ -85,6 +85,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.POST("/operations/:id/release", con.ReleaseReview, reviewer...)
 	e.POST("/bulk/review", con.BulkReview, reviewer...)
 	e.GET("/bulk/:id", con.Bulk, reviewer...)
+	e.GET("/bulk/:id/version", con.BulkVersion, reviewer...)
 	e.POST("/bulk/:id/apply", con.BulkApply, reviewer...)
 	e.GET("/audit", con.AuditLog, auditor...)
 	e.POST("/audit/verify", con.VerifyAudit, auditor...)

@@ -322,7 +322,7 @@
       }
       note.textContent = kept
         ? "This operation changed while you were deciding: the page shows it as it is now. Your unsent decision is kept as you typed it, but it can no longer be sent: see the note beside it."
-        : "This operation changed: the page shows it as it is now.";
+        : live.getAttribute("data-live-note") || "This operation changed: the page shows it as it is now.";
       note.className = kept ? "notice notice--warning" : "notice";
       note.setAttribute("data-kept", kept ? "true" : "false");
     };
