@@ -15,16 +15,7 @@ import (
 // its timeline (the count of its events, which approvals add without touching the row). The
 // operation page asks for it to know when to show itself again. Outside scope is CodeNotFound.
 func (l *Ledger) OperationVersion(ctx context.Context, s Scope, id string) (string, error) {
-	var row struct {
-		Tenant        string
-		State         State
-		Attempts      int
-		Probes        int
-		ReviewID      *string
-		CompensatedBy *string
-		UpdatedAt     time.Time
-		Events        int64
-	}
+	var row versionedRow
 	err := l.scope(ctx).Raw(`SELECT o.tenant, o.state, o.attempts, o.probes, o.review_id, o.compensated_by, o.updated_at,
 		(SELECT COUNT(*) FROM events e WHERE e.operation_id = o.id) AS events
 		FROM operations o WHERE o.id = ?`, id).Scan(&row).Error
@@ -34,7 +25,25 @@ func (l *Ledger) OperationVersion(ctx context.Context, s Scope, id string) (stri
 	if row.Tenant == "" || !s.Allows(row.Tenant) {
 		return "", errorf(CodeNotFound, "operation not found")
 	}
-	return versionOf(row.State, row.Attempts, row.Probes, row.ReviewID, row.CompensatedBy, row.UpdatedAt, row.Events), nil
+	return row.version(), nil
+}
+
+// versionedRow is what of an operation its versions cover, and the row's id and tenant: the
+// row, and the count of its events where they are covered (OperationVersion).
+type versionedRow struct {
+	ID            string
+	Tenant        string
+	Events        int64
+	State         State
+	Attempts      int
+	Probes        int
+	ReviewID      *string
+	CompensatedBy *string
+	UpdatedAt     time.Time
+}
+
+func (r versionedRow) version() string {
+	return versionOf(r.State, r.Attempts, r.Probes, r.ReviewID, r.CompensatedBy, r.UpdatedAt, r.Events)
 }
 
 // Version is OperationVersion of the operation as this record holds it: the page rendered from
@@ -51,18 +60,9 @@ func (r *OperationRecord) Version() string {
 // result, asks to know when to show itself again. Unlike OperationVersion it does not count
 // events: such a page shows the rows, not the timelines. Ids outside s are left out of both.
 func (l *Ledger) OperationStates(ctx context.Context, s Scope, ids []string) (map[string]State, string, error) {
-	type row struct {
-		ID            string
-		State         State
-		Attempts      int
-		Probes        int
-		ReviewID      *string
-		CompensatedBy *string
-		UpdatedAt     time.Time
-	}
-	var rows []row
+	var rows []versionedRow
 	for chunk := range slices.Chunk(ids, 500) {
-		var part []row
+		var part []versionedRow
 		q := s.apply(l.scope(ctx).Table("operations"), "tenant").
 			Select("id, state, attempts, probes, review_id, compensated_by, updated_at").Where("id IN ?", chunk)
 		if err := q.Scan(&part).Error; err != nil {
@@ -70,12 +70,12 @@ func (l *Ledger) OperationStates(ctx context.Context, s Scope, ids []string) (ma
 		}
 		rows = append(rows, part...)
 	}
-	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(rows, func(a, b versionedRow) int { return strings.Compare(a.ID, b.ID) })
 	states := make(map[string]State, len(rows))
 	sum := sha256.New()
 	for _, r := range rows {
 		states[r.ID] = r.State
-		fmt.Fprintf(sum, "%s:%s\n", r.ID, versionOf(r.State, r.Attempts, r.Probes, r.ReviewID, r.CompensatedBy, r.UpdatedAt, 0))
+		fmt.Fprintf(sum, "%s:%s\n", r.ID, r.version())
 	}
 	return states, hex.EncodeToString(sum.Sum(nil)[:8]), nil
 }
