@@ -163,3 +163,27 @@ func TestEquivalentParamsReplay(t *testing.T) {
 		assert.EqualValues(t, 1, g.Count(t))
 	})
 }
+
+// The console shows how often an agent asked again (the operation's timeline): every request
+// answered from the record is counted, the concurrent ones that waited on the first attempt
+// and the replays after it, and a request with other params (refused) is not one of them.
+func TestRepeatsAreCountedForTheConsole(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.Start(t, d)
+		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeDelay, Path: "/refunds", Count: 1, Delay: 200 * time.Millisecond})
+		answers := sendAtOnce(t, g, 8, "repeat:refund")
+		requireRanOnce(t, g, answers)
+		for range 2 {
+			require.Equal(t, http.StatusOK, g.Submit(t, "repeat:refund", "refunds.issue", refundParams, nil).Status)
+		}
+		other := g.Submit(t, "repeat:refund", "refunds.issue", `{"order_id":"o-1042","amount_cents":1,"currency":"EUR"}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, other.Status)
+		op, err := g.Ledger.GetByKey(t.Context(), g.Tenant, "repeat:refund")
+		require.NoError(t, err)
+		rep, err := g.Ledger.RepeatsOf(t.Context(), models.AllTenants(), op.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(9), rep.N, "seven that came with the first and two after it")
+		assert.Equal(t, 1, g.Sandbox.Committed("refunds"))
+	})
+}

@@ -53,6 +53,7 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 		return SubmitResult{}, err
 	}
 	if !s.Created {
+		e.ledger.NoteRepeat(s.Op) // shown on the operation's timeline
 		op, err := e.Wait(ctx, s.Op, req.Wait)
 		return SubmitResult{Op: op}, err
 	}

@@ -34,6 +34,8 @@ type Ledger struct {
 	keyPlan keyPlan
 	// replays answers replays of terminal operations without a read (see replayCache).
 	replays *replayCache
+	// repeats counts repeated requests until they are written (see Repeats).
+	repeats repeatTally
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger

@@ -286,6 +286,18 @@ ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
 DROP INDEX events_type_at;
 CREATE INDEX events_reconcile_at ON events (at) WHERE type = 'reconcile_finished';
 `},
+	// Requests that came again with an operation's key and params (models/repeats.go), counted
+	// per operation and written in batches; times in Unix nanoseconds, which both engines
+	// compare as numbers when two processes add to one row.
+	{20, "repeated requests", `
+CREATE TABLE operation_repeats (
+	operation_id TEXT PRIMARY KEY,
+	tenant       TEXT NOT NULL,
+	n            BIGINT NOT NULL,
+	first_ns     BIGINT NOT NULL,
+	last_ns      BIGINT NOT NULL
+);
+`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

@@ -225,12 +225,23 @@ func (a *App) Run(ctx context.Context) {
 	if a.cfg.ListenDSN != "" {
 		run(func(ctx context.Context) { a.Ledger.Listen(ctx, a.cfg.ListenDSN, a.log) })
 	}
+	run(func(ctx context.Context) { a.Ledger.KeepRepeats(ctx, repeatsEvery, a.log) })
 	wg.Wait()
 }
 
-// Shutdown lets the attempts in flight finish and record their outcomes, until ctx ends.
-// Call it after Run has returned and HTTP has stopped, so that nothing starts new ones.
-func (a *App) Shutdown(ctx context.Context) { a.Executor.Shutdown(ctx) }
+// repeatsEvery is how often the counts of repeated requests are written (models.Repeats): a
+// reviewer sees an agent's retries on the operation page within that.
+const repeatsEvery = 2 * time.Second
+
+// Shutdown lets the attempts in flight finish and record their outcomes, until ctx ends, and
+// writes the repeated requests counted since Run stopped. Call it after Run has returned and
+// HTTP has stopped, so that nothing starts new ones.
+func (a *App) Shutdown(ctx context.Context) {
+	a.Executor.Shutdown(ctx)
+	if _, err := a.Ledger.FlushRepeats(ctx); err != nil {
+		a.log.Warn("writing the last counts of repeated requests", "err", err)
+	}
+}
 
 // WorkerName is a name for this process that no other replica shares: host, pid and a random
 // suffix (a restarted process on the same host and pid is another worker).
