@@ -37,9 +37,6 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 		info := views.ReviewInfo{ID: r.ID, Reason: reasonLabel(r.Reason), Status: r.Status,
 			Opened: views.NewTime(r.OpenedAt, now), OpenedBy: models.ActorName(r.OpenedBy), Resolved: timePtr(r.ResolvedAt, now),
 			ResolvedBy: models.ActorName(deref(r.ResolvedBy)), Resolution: deref(r.Resolution)}
-		if r.ResolvedAt != nil && r.ResolvedBy != nil {
-			info.ResolverReason = resolverReason(rec.Events, *r.ResolvedBy, *r.ResolvedAt)
-		}
 		p.Reviews = append(p.Reviews, info)
 	}
 	for _, a := range rec.Audit {
@@ -95,16 +92,4 @@ func deref0(p *int) int {
 		return 0
 	}
 	return *p
-}
-
-// resolverReason is the reason a person gave with the decision that resolved a review: their
-// last review action at or before it was resolved.
-func resolverReason(events []models.Event, actor string, at time.Time) string {
-	reason := ""
-	for _, e := range events {
-		if e.Type == models.EventReviewAction && e.Actor == actor && !e.At.After(at) {
-			reason = str(detailMap(e.Detail)["reason"])
-		}
-	}
-	return reason
 }

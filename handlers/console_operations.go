@@ -252,6 +252,11 @@ func (h *Console) Operation(c echo.Context) error {
 func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.OperationRecord, status int, notice *views.NoticeText, refused *refusedAction) error {
 	now := h.now()
 	p := operationPage(h.Catalog, rec, now)
+	repeats, err := h.Ledger.RepeatsOf(c.Request().Context(), v.Scope, rec.Op.ID)
+	if err != nil {
+		return err
+	}
+	p.Timeline = withRequests(p.Timeline, repeats, rec.Audit)
 	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice
@@ -259,6 +264,9 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p.LiveVersion, p.LiveSrc = rec.Version(), OperationHref(rec.Op.ID)+"/version"
 	p.Claim = h.claimBox(v, rec, now)
 	panel := h.actionPanel(v, rec, now, refused)
+	if panel.Approvals != nil {
+		p.Timeline = quotedAbove(p.Timeline)
+	}
 	p.Actions = views.ActionsPanel(panel)
 	return renderPage(c, status, views.Operation(p))
 }

@@ -15,9 +15,10 @@ import (
 
 // The operation page's timeline is read in five seconds: one row per attempt (its outcome,
 // class, downstream status, latency, and the wait before it with its reason), repeated
-// look-ups folded into one row, each kind with its own colour and icon, people's decisions
-// pinned above, times to the millisecond in one format, detail members named in words. The
-// events as recorded stay one click away (RawEvents).
+// look-ups folded into one row, each kind with its own colour and icon, people's decisions in
+// their place among them (each once: the page's other parts do not repeat them), times to the
+// millisecond in one format, detail members named in words. The events as recorded stay one
+// click away (RawEvents).
 
 // Timeline kinds: each has its colour and icon in the stylesheet.
 const (
@@ -63,6 +64,7 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 		case models.EventCreated:
 			row := views.TimelineRow{Kind: kindCreated, At: views.NewPreciseTime(e.At), Title: "Recorded", Actor: models.ActorName(e.Actor), To: stateOf(e.ToState),
 				Quote: str(detailMap(e.Detail)["reason"])}
+			row.Approval = row.Quote != "" // a proposal's reason, which its approvals box quotes
 			tl.Rows = append(tl.Rows, row)
 			if stateOf(e.ToState) == string(models.StateAwaitingApproval) {
 				waitWhy = "after approval"
@@ -99,12 +101,16 @@ func buildTimeline(events []models.Event, attempts []models.Attempt) views.Timel
 			tl.Rows = append(tl.Rows, probeRows(events[i:j])...)
 			i = j - 1
 		case models.EventEscalated:
-			tl.Rows = append(tl.Rows, views.TimelineRow{Kind: kindEscalated, At: views.NewPreciseTime(e.At), Title: "Handed to a person: a review was opened",
+			title := "Handed to a person: a review was opened"
+			if why := str(detailMap(e.Detail)["reason"]); why != "" {
+				title += " (" + strings.ToLower(reasonLabel(why)) + ")"
+			}
+			tl.Rows = append(tl.Rows, views.TimelineRow{Kind: kindEscalated, At: views.NewPreciseTime(e.At), Title: title,
 				Actor: models.ActorName(e.Actor)})
 		case models.EventReviewAction:
 			row := decisionRow(e)
+			row.Approval = str(detailMap(e.Detail)["action"]) == models.ActionApprove
 			tl.Rows = append(tl.Rows, row)
-			tl.Decisions = append(tl.Decisions, row)
 			switch str(detailMap(e.Detail)["action"]) {
 			case models.ActionConfirmNotExecuted:
 				waitWhy = "reviewer"
@@ -309,4 +315,70 @@ func detailMap(raw *string) map[string]any {
 		return map[string]any{"detail": *raw}
 	}
 	return d
+}
+
+// Timeline kinds of the agents' requests after an operation was recorded.
+const (
+	kindRepeat  = "repeat"
+	kindRefused = "refused"
+)
+
+// refusedRequests name the audit log's refusals of a request with the operation's key, by
+// action (web/audit.go): what the agent asked that was not the operation.
+var refusedRequests = map[string]string{
+	"api.key_mismatch":   "A request with this key and other params was refused (422): nothing ran",
+	"api.tool_forbidden": "A request with this key for a tool its caller may not use was refused (403): nothing ran",
+}
+
+// withRequests adds to tl what the agents' requests with the operation's key did after it was
+// recorded, which its events do not hold: the repeats, answered from the record, in one row;
+// and each refused request from the audit log. Rows are placed by time.
+func withRequests(tl views.Timeline, rep models.Repeats, audit []models.AuditEntry) views.Timeline {
+	type timed struct {
+		at  time.Time
+		row views.TimelineRow
+	}
+	var extra []timed
+	if rep.N > 0 {
+		row := views.TimelineRow{Kind: kindRepeat, At: views.NewPreciseTime(rep.First), Count: int(rep.N),
+			Title: "Asked again with this key " + plural(int(rep.N), "time", "times") + ": answered from the record, nothing sent again"}
+		if rep.N > 1 {
+			end := views.NewPreciseTime(rep.Last)
+			row.End = &end
+		}
+		extra = append(extra, timed{rep.First, row})
+	}
+	for _, e := range audit {
+		title, ok := refusedRequests[e.Action]
+		if !ok || e.Outcome != models.OutcomeRefused {
+			continue
+		}
+		row := views.TimelineRow{Kind: kindRefused, At: views.NewPreciseTime(e.At), Actor: models.ActorName(e.Actor), Title: title}
+		if e.RequestID != "" {
+			row.IDs = []views.Detail{{Name: "Request id", Value: e.RequestID}}
+		}
+		extra = append(extra, timed{e.At, row})
+	}
+	for _, x := range extra {
+		i := sort.Search(len(tl.Rows), func(i int) bool { return rowTime(tl.Rows[i]).After(x.at) })
+		tl.Rows = append(tl.Rows[:i], append([]views.TimelineRow{x.row}, tl.Rows[i:]...)...)
+	}
+	return tl
+}
+
+// rowTime is when a timeline row starts.
+func rowTime(r views.TimelineRow) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, r.At.ISO)
+	return t
+}
+
+// quotedAbove leaves out of tl the reasons of approvals and of the proposal that the approvals
+// box above quotes, saying where they are: each reason is read once on the page.
+func quotedAbove(tl views.Timeline) views.Timeline {
+	for i := range tl.Rows {
+		if r := &tl.Rows[i]; r.Approval && r.Quote != "" {
+			r.Quote, r.Pointer = "", "Their reason is quoted under Approvals, above."
+		}
+	}
+	return tl
 }

@@ -261,12 +261,11 @@ type Situation struct {
 	ReferenceLinkText string
 }
 
-// Timeline is an operation's history as the page reads it: Rows in order, the people's
-// Decisions again on their own (pinned above), and the events as recorded (Raw).
+// Timeline is an operation's history as the page reads it: Rows in order, people's decisions
+// among them, and the events as recorded (Raw).
 type Timeline struct {
-	Decisions []TimelineRow
-	Rows      []TimelineRow
-	Raw       []RawEvent
+	Rows []TimelineRow
+	Raw  []RawEvent
 }
 
 // TimelineRow is one line of the timeline: an attempt with its outcome, a run of look-ups, a
@@ -287,6 +286,11 @@ type TimelineRow struct {
 	IDs   []Detail
 	Note  string
 	Quote string
+	// Approval marks an approval's row, or a proposal's: while the operation awaits approval,
+	// the approvals box above quotes their reasons, and the row does not again; Pointer then
+	// says where the reason is.
+	Approval bool
+	Pointer  string
 }
 
 // Detail is one named fact.
@@ -317,8 +321,6 @@ type ReviewInfo struct {
 	Resolved   *Time
 	ResolvedBy string
 	Resolution string
-	// ResolverReason is the reason the person who resolved it gave.
-	ResolverReason string
 }
 
 // WorkflowPage lists one workflow run's operations in creation order.

@@ -58,7 +58,8 @@ func orDash(s string) string {
 
 // timelineIcons are the symbols of the timeline's kinds; they repeat what the colour says.
 var timelineIcons = map[string]string{"created": "●", "attempt-ok": "✓", "attempt-failed": "✕", "attempt-unclear": "?",
-	"attempt-running": "…", "probe": "↻", "probe-settled": "↻", "escalated": "⚑", "decision": "✎", "state": "→", "link": "⇄"}
+	"attempt-running": "…", "probe": "↻", "probe-settled": "↻", "escalated": "⚑", "decision": "✎", "state": "→", "link": "⇄",
+	"repeat": "↺", "refused": "⊘"}
 
 func timelineIcon(kind string) string {
 	if s, ok := timelineIcons[kind]; ok {

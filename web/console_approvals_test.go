@@ -35,6 +35,13 @@ func TestApprovals(t *testing.T) {
 			assert.Equal(t, []string{"rita@example.com"}, trimUser(page.TestIDs("approvers")))
 			assert.Equal(t, []string{"reject"}, page.Attrs("action", "data-action"), "no approve form for who approved")
 			assert.Contains(t, strings.Join(page.TestIDs("approval-note"), ""), "You have approved it.")
+			// Her reason is read once: in the approvals box, where the second approver looks; the
+			// timeline's row of her approval points there, the audit log's entries are folded.
+			why := "Checked in the payment system: " + models.ActionApprove
+			assert.Equal(t, []string{"rita@example.com: “" + why + "”"}, page.TestIDs("approver-reason"))
+			assert.NotContains(t, strings.Join(page.TestIDs("timeline-quote"), ""), why)
+			assert.Contains(t, strings.Join(page.TestIDs("timeline-entry"), ""), "Their reason is quoted under Approvals, above.")
+			assert.Equal(t, []bool{false}, page.HasAttr("operation-audit", "open"), "the audit log's entries folded")
 
 			p := refused(t, desk.rita, op, act(t, desk.rita, op, models.ActionApprove, nil))
 			assert.Contains(t, strings.Join(p.TestIDs("notice"), ""), "has already approved this operation")

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
@@ -281,4 +282,38 @@ func TestConsoleErrorsArePages(t *testing.T) {
 	assert.Equal(t, "no-store", p.Header.Get("Cache-Control"))
 	assert.Equal(t, []string{"404"}, p.Attrs("error-page", "data-status"))
 	assert.Contains(t, p.Header.Get("Content-Security-Policy"), "default-src 'self'")
+}
+
+// The operation's timeline says what the agents' requests with its key did after it was
+// recorded, which its events do not hold: the requests answered from the record, in one row
+// from the first to the last, and a request with other params, refused, from the audit log;
+// each in its place in time.
+func TestOperationTimelineShowsRepeatsAndRefusedRequests(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		s := seedScoped(t, d)
+		op := s.acmeRefund
+		s.con.Clock.Advance(time.Minute)
+		s.con.Ledger.NoteRepeat(op)
+		s.con.Clock.Advance(90 * time.Second)
+		_, err := s.con.Ledger.Audit(t.Context(), models.AuditInput{Actor: "api:billing-agent", Action: "api.key_mismatch",
+			Tenant: "acme", OperationID: op.ID, Outcome: models.OutcomeRefused, RequestID: "req-mismatch-1"})
+		require.NoError(t, err)
+		s.con.Clock.Advance(time.Minute)
+		s.con.Ledger.NoteRepeat(op)
+		_, err = s.con.Ledger.FlushRepeats(t.Context())
+		require.NoError(t, err)
+		s.con.Ledger.NoteRepeat(op) // not written yet: this process's count is read with the rest
+
+		p := s.b.Get(t, "/operations/"+op.ID)
+		require.Equal(t, http.StatusOK, p.Status)
+		kinds := p.Attrs("timeline-entry", "data-kind")
+		assert.Equal(t, []string{"created", "attempt-unclear", "escalated", "repeat", "refused"}, kinds)
+		titles := p.TestIDs("timeline-title")
+		require.Len(t, titles, 5)
+		assert.Equal(t, "Asked again with this key 3 times: answered from the record, nothing sent again", titles[3])
+		assert.Equal(t, "A request with this key and other params was refused (422): nothing ran", titles[4])
+		assert.Contains(t, p.Body, "req-mismatch-1", "the refused request's id, to find it in the access log")
+	})
 }
