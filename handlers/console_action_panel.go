@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
@@ -134,7 +135,8 @@ func (h *Console) approvalForms(v *Viewer, rec *models.OperationRecord, tool *ca
 	}
 	required := requiredApprovals(op, tool)
 	approvers := models.ApproversOf(op, rec.Events, tool.Review.ApprovalTTL, now)
-	st := &views.ApprovalStatus{Required: required, Count: len(approvers)}
+	view := opview.Render(h.Catalog, op) // masked params, the recorded result: no digit of a secret
+	st := &views.ApprovalStatus{Required: required, Count: len(approvers), Ending: endingOf(view.Params, view.Result)}
 	for _, a := range approvers {
 		st.Approvers = append(st.Approvers, a.Name())
 		st.ApproverReasons = append(st.ApproverReasons, approvalReason(rec.Events, a, op.Fingerprint))

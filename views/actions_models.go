@@ -39,6 +39,9 @@ type ApprovalStatus struct {
 	ProposerReason string
 	// Note tells the signed-in reviewer why they may not approve (again), when they may not.
 	Note string
+	// Ending is the last four digits of the account or card the operation names, where its
+	// record gives them ("3000"); "" otherwise.
+	Ending string
 }
 
 // Tones of an action: Primary is the expected way forward, Danger ends the operation for good,

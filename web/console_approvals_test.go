@@ -56,6 +56,16 @@ func TestApprovals(t *testing.T) {
 			assert.Equal(t, []string{desk.ritaID + " review.approve ok", desk.ritaID + " review.approve refused",
 				desk.raviID + " review.approve ok"}, audits(rec))
 		})
+		t.Run("the second approver sees where the money goes", func(t *testing.T) {
+			op := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "payout-iban", Tool: "payouts.dual",
+				Params: `{"amount_cents":480000,"currency":"EUR","iban":"DE89 3704 0044 0532 0130 00","order_id":"7702"}`, NeedsApproval: true})
+			require.Equal(t, http.StatusSeeOther, act(t, desk.rita, op, models.ActionApprove, nil).Status)
+			page := desk.ravi.Get(t, "/operations/"+op.ID)
+			assert.Equal(t, []string{"To the account or card ending in 3000: check it is the one meant."}, page.TestIDs("approval-ending"))
+			assert.Equal(t, []string{"Approve 4,800.00 EUR"}, page.TestIDs("action-submit-approve"), "the amount on the button")
+			plain := desk.awaiting(t, "payouts.dual", "payout-no-account")
+			assert.Empty(t, desk.ravi.Get(t, "/operations/"+plain.ID).TestIDs("approval-ending"), "nothing said where nothing is known")
+		})
 		t.Run("reject ends it", func(t *testing.T) {
 			op := desk.awaiting(t, "payments.payout", "payout-8")
 			require.Equal(t, http.StatusSeeOther, act(t, desk.rita, op, models.ActionReject, nil).Status)

@@ -97,6 +97,7 @@ const ExtraTools = `
         order_id: {type: string}
         amount_cents: {type: integer}
         currency: {type: string}
+        iban: {type: string}
     summary: "{{money .Params.amount_cents .Params.currency}} for order {{.Params.order_id}}"
     http:
       url: "{{SANDBOX}}/refunds"
