@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/handlers/opview"
+	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
