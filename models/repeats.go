@@ -29,6 +29,7 @@ type Repeats struct {
 	First, Last time.Time
 }
 
+// repeatCount is one operation's repeats: how many, the first and the last (Unix nanoseconds).
 type repeatCount struct {
 	tenant          string
 	n               int64
@@ -42,23 +43,34 @@ type repeatTally struct {
 	dropped int64
 }
 
+// add counts n repeats of operation id of tenant, between first and last.
 func (t *repeatTally) add(id, tenant string, n, first, last int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pending == nil {
 		t.pending = map[string]*repeatCount{}
 	}
+	add := repeatCount{tenant: tenant, n: n, firstNS: first, lastNS: last}
 	c, ok := t.pending[id]
-	if !ok {
-		if len(t.pending) >= maxPendingRepeats {
-			t.dropped += n
-			return
-		}
-		t.pending[id] = &repeatCount{tenant: tenant, n: n, firstNS: first, lastNS: last}
-		return
+	switch {
+	case ok:
+		*c = c.plus(add)
+	case len(t.pending) >= maxPendingRepeats:
+		t.dropped += n
+	default:
+		t.pending[id] = &add
 	}
-	c.n += n
-	c.firstNS, c.lastNS = min(c.firstNS, first), max(c.lastNS, last)
+}
+
+// plus is c and d together: their counts added, the earlier first, the later last.
+func (c repeatCount) plus(d repeatCount) repeatCount {
+	if c.n == 0 {
+		return d
+	}
+	if d.n == 0 {
+		return c
+	}
+	return repeatCount{tenant: c.tenant, n: c.n + d.n, firstNS: min(c.firstNS, d.firstNS), lastNS: max(c.lastNS, d.lastNS)}
 }
 
 // take empties the tally and returns what it held.
@@ -156,14 +168,9 @@ func (l *Ledger) RepeatsOf(ctx context.Context, s Scope, id string) (Repeats, er
 	if err != nil {
 		return Repeats{}, unavailable("read repeated requests", err)
 	}
-	c, local := l.repeats.peek(id)
-	if len(rows) == 1 {
-		r := rows[0]
-		if !local {
-			c = repeatCount{tenant: r.Tenant, firstNS: r.FirstNS, lastNS: r.LastNS}
-		}
-		c.tenant, c.n = r.Tenant, c.n+r.N
-		c.firstNS, c.lastNS = min(c.firstNS, r.FirstNS), max(c.lastNS, r.LastNS)
+	c, _ := l.repeats.peek(id) // this process's, not written yet
+	for _, r := range rows {
+		c = c.plus(repeatCount{tenant: r.Tenant, n: r.N, firstNS: r.FirstNS, lastNS: r.LastNS})
 	}
 	if c.n == 0 || !s.Allows(c.tenant) {
 		return Repeats{}, nil
