@@ -34,6 +34,8 @@ type Ledger struct {
 	keyPlan keyPlan
 	// replays answers replays of terminal operations without a read (see replayCache).
 	replays *replayCache
+	// misses guesses what a replay cache miss is, a new key or an old one (see missGuess).
+	misses missGuess
 	// repeats counts repeated requests until they are written (see Repeats).
 	repeats repeatTally
 }

@@ -78,15 +78,24 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		return sameOperation(cached, in)
 	}
 	// A call submitClaimed can record in one statement is sent at once while the replay cache
-	// answers replays: a key that is known then costs that statement (which writes nothing)
-	// and the read, a new one the statement alone. Otherwise the read comes first.
+	// answers replays and recent misses were mostly new keys: a key that is known then costs
+	// that statement (which writes nothing) and the read, a new one the statement alone.
+	// Otherwise the read comes first (missGuess).
 	oneStatement := l.dialect == Postgres && in.Claim != nil && !in.NeedsApproval && in.Audit == nil && in.Compensates == ""
-	if !oneStatement || !l.replays.isLive() {
+	guessing := oneStatement && l.replays.isLive()
+	statementFirst := guessing && l.misses.likelyNew()
+	if !statementFirst {
 		if op, err := l.GetByKey(ctx, in.Tenant, in.Key); err == nil {
+			if guessing {
+				l.misses.saw(true)
+			}
 			l.replays.put(gen, op)
 			return sameOperation(op, in)
 		} else if ErrorCode(err) != CodeNotFound {
 			return Submitted{}, err
+		}
+		if guessing {
+			l.misses.saw(false)
 		}
 	}
 
@@ -135,7 +144,12 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	}
 
 	if oneStatement {
-		return l.submitClaimed(ctx, in, op, attempt, now, gen)
+		s, err := l.submitClaimed(ctx, in, op, attempt, now, gen)
+		if statementFirst {
+			code := ErrorCode(err)
+			l.misses.saw(err == nil && !s.Created || code == CodeKeyMismatch || code == CodeKeyExpired)
+		}
+		return s, err
 	}
 	var existing *Operation
 	err := l.txn(ctx, "submit", func(tx *gorm.DB) ([]string, error) {

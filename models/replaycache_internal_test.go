@@ -70,3 +70,30 @@ func TestReplayCacheBoundsAndEligibility(t *testing.T) {
 		assert.Nil(t, got, op.Key)
 	}
 }
+
+// A run of known keys turns Submit to reading first within a few misses, a run of new keys
+// back; the score stays within its bounds however long a run lasts.
+func TestMissGuessFollowsRecentMisses(t *testing.T) {
+	var g missGuess
+	if !g.likelyNew() {
+		t.Fatal("a fresh ledger expects new keys")
+	}
+	for range 100 {
+		g.saw(true)
+	}
+	if g.likelyNew() || g.score.Load() != -missGuessBound {
+		t.Fatalf("after 100 known keys: score %d, want %d", g.score.Load(), -missGuessBound)
+	}
+	for range missGuessBound {
+		g.saw(false)
+	}
+	if !g.likelyNew() {
+		t.Fatalf("after %d new keys the guess is still 'known' (score %d)", missGuessBound, g.score.Load())
+	}
+	for range 100 {
+		g.saw(false)
+	}
+	if g.score.Load() != missGuessBound {
+		t.Fatalf("score %d, want %d", g.score.Load(), missGuessBound)
+	}
+}
