@@ -117,6 +117,10 @@ func (v *Viewer) Actor() string { return "user:" + v.Email }
 // bulk decisions compare (an email can change at the next sign-in).
 func (v *Viewer) Person() models.Person { return models.Person{UserID: v.ID, Actor: v.Actor()} }
 
+// OneTenant says whether v sees exactly one tenant: a list's tenant column then tells them
+// nothing, and is left out.
+func (v *Viewer) OneTenant() bool { return !v.Scope.Unlimited() && len(v.Scope.Tenants()) == 1 }
+
 // Requester is the viewer asking for a change in request c, for its audit entry.
 func (v *Viewer) Requester(c echo.Context) models.Requester {
 	return models.Requester{Actor: v.Actor(), UserID: v.ID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}

@@ -204,7 +204,7 @@ func (h *Console) Bulk(c echo.Context) error {
 	}
 	label, explain, _ := bulkLabel(b.Action)
 	p := views.BulkPage{Page: h.page(c, v, "Bulk decision", views.NavReviews), ID: b.ID, Action: label, Explain: explain,
-		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b), OneTenant: !v.Scope.Unlimited() && len(v.Scope.Tenants()) == 1}
+		Prepared: b.Status == models.BulkPrepared, Left: leftOut(b), OneTenant: v.OneTenant()}
 	if f, ok := h.takeFlash(c); ok {
 		p.Notice, p.Reason = &views.NoticeText{Kind: views.NoticeKind(f.Kind), Message: f.Message}, f.Input.Reason
 	}

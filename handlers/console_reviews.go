@@ -118,7 +118,7 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, o
 	if every <= 0 {
 		every = defaultRefresh
 	}
-	l := views.ReviewList{OneTenant: !v.Scope.Unlimited() && len(v.Scope.Tenants()) == 1, More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
+	l := views.ReviewList{OneTenant: v.OneTenant(), More: more, Src: "/reviews/list?" + q.Encode(), RefreshMS: strconv.FormatInt(every.Milliseconds(), 10),
 		Updated: views.NewTime(now, time.Time{}), CSRFToken: v.CSRFToken, CanClaim: v.Role != models.RoleAuditor, Pick: mayAct(v),
 		BulkAll: bulkAllLabel(len(items), more)}
 	var awaiting, undone []string

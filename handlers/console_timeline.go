@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -361,7 +362,7 @@ func withRequests(tl views.Timeline, rep models.Repeats, audit []models.AuditEnt
 	}
 	for _, x := range extra {
 		i := sort.Search(len(tl.Rows), func(i int) bool { return rowTime(tl.Rows[i]).After(x.at) })
-		tl.Rows = append(tl.Rows[:i], append([]views.TimelineRow{x.row}, tl.Rows[i:]...)...)
+		tl.Rows = slices.Insert(tl.Rows, i, x.row)
 	}
 	return tl
 }
