@@ -65,6 +65,7 @@ func (t *Tool) ValidateParams(params any) (errs []ParamError) {
 		}
 	}()
 	errs = append(errs, t.keyParamErrors(params)...)
+	errs = append(errs, t.formNameErrors(params)...)
 	err := t.Schema.Validate(params)
 	if err == nil {
 		return errs
