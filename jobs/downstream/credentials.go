@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 )
@@ -93,6 +94,12 @@ func (cr *credentials) resolve(ctx context.Context, client *http.Client) error {
 		if err != nil {
 			return err
 		}
+		// The client authenticates to the token endpoint with Basic base64(id:secret), each
+		// half form-escaped as golang.org/x/oauth2 writes it (or with the secret in the form
+		// body): an endpoint whose error quotes the request quotes a reversible secret.
+		cr.values = append(cr.values,
+			base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret))),
+			base64.StdEncoding.EncodeToString([]byte(id+":"+secret)))
 		cr.token = cr.cn.tokens.entry(cr.conn, cr.tenant, id, secret)
 		return cr.bearer(ctx, client, false)
 	}
