@@ -45,14 +45,14 @@ func ClassifyMCP(o mcpclient.Outcome) Class {
 
 // mcpCall sends one tools/call about op: its params as the arguments (with the downstream key
 // in idempotency_argument, when the tool names one) and idemgate's _meta.
-func (e *Executor) mcpCall(ctx context.Context, tool *catalog.Tool, op *models.Operation, name string, args map[string]any) (mcpclient.Outcome, string) {
+func (e *Executor) mcpCall(ctx context.Context, tool *catalog.Tool, op *models.Operation, name string, args map[string]any, secrets *catalog.Secrets) (mcpclient.Outcome, string) {
 	h := http.Header{}
 	traceID := injectTraceparent(ctx, h)
 	meta := map[string]any{MetaOperation: op.ID, MetaDownstreamKey: op.DownstreamKeySent()}
 	if tp := h.Get("Traceparent"); tp != "" {
 		meta["traceparent"] = tp
 	}
-	return e.mcp.Call(ctx, tool.MCP.Server, name, args, meta, tool.HTTP.Timeout), traceID
+	return e.mcp.Call(ctx, tool.MCP.Server, name, args, meta, tool.HTTP.Timeout, secrets), traceID
 }
 
 // attemptMCP is attempt for a tool of an MCP server.
@@ -68,7 +68,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 	if a := tool.MCP.IdempotencyArgument; a != "" {
 		args[a] = op.DownstreamKeySent()
 	}
-	res, traceID := e.mcpCall(ctx, tool, op, tool.MCP.Upstream, args)
+	res, traceID := e.mcpCall(ctx, tool, op, tool.MCP.Upstream, args, cd.secrets)
 	class := ClassifyMCP(res)
 	res = scrubbedMCP(cd.secrets, res)
 	e.meter.Attempt(tool.Name, string(class), res.Latency)
@@ -108,7 +108,7 @@ func (e *Executor) lookUpMCP(ctx context.Context, tool *catalog.Tool, op *models
 	if err != nil {
 		return downstream.Response{}, true, "", err
 	}
-	res, traceID := e.mcpCall(ctx, tool, op, tool.Reconcile.MCP.Tool, args)
+	res, traceID := e.mcpCall(ctx, tool, op, tool.Reconcile.MCP.Tool, args, cd.secrets)
 	res = scrubbedMCP(cd.secrets, res)
 	resp := downstream.Response{Latency: res.Latency}
 	switch {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -23,7 +24,20 @@ type MCPServer struct {
 	// Connection carries the credentials and TLS settings of a URL server, nil for none.
 	Connection *Connection
 	Timeout    time.Duration // per call
+	// MaxResultBytes bounds what one answer may be: past it the call is ambiguous and the
+	// gateway stops reading (SPEC §4b), as an HTTP tool's answer is bounded.
+	MaxResultBytes int
 }
+
+// Bounds of what a server may send (SPEC §4b).
+const (
+	DefaultMaxResultBytes = 1 << 20
+	MaxMaxResultBytes     = 64 << 20
+	// MaxUpstreamDescription and MaxUpstreamSchema bound the tool metadata tools/list gives:
+	// every agent's tools/list carries it, so one huge tool would fail it for all of them.
+	MaxUpstreamDescription = 16 << 10
+	MaxUpstreamSchema      = 256 << 10
+)
 
 // EnvVar is one variable of a stdio server's environment.
 type EnvVar struct {
@@ -86,13 +100,15 @@ type MCPReconcile struct {
 
 // The raw forms of mcp_servers, as written.
 type rawMCPServer struct {
-	Name       string       `yaml:"name"`
-	Command    []string     `yaml:"command"`
-	URL        string       `yaml:"url"`
-	Connection string       `yaml:"connection"`
-	Env        any          `yaml:"env"`
-	Timeout    string       `yaml:"timeout"`
-	Tools      []rawMCPTool `yaml:"tools"`
+	Name       string   `yaml:"name"`
+	Command    []string `yaml:"command"`
+	URL        string   `yaml:"url"`
+	Connection string   `yaml:"connection"`
+	Env        any      `yaml:"env"`
+	Timeout    string   `yaml:"timeout"`
+	// MaxResultBytes is max_result_bytes: nil for the default.
+	MaxResultBytes *int         `yaml:"max_result_bytes"`
+	Tools          []rawMCPTool `yaml:"tools"`
 }
 
 type rawMCPTool struct {
@@ -207,6 +223,7 @@ func buildMCPServers(items []*yaml.Node, conns map[string]*Connection, chk conne
 			}
 			return nil
 		})
+		s.MaxResultBytes = intInRange(ec, "max_result_bytes", raw.MaxResultBytes, DefaultMaxResultBytes, 1<<10, MaxMaxResultBytes)
 		for _, e := range ec.errs {
 			var fe *FileError
 			if errors.As(e, &fe) {
@@ -257,7 +274,7 @@ func serverEnv(raw any, chk connectionChecks, add func(string, string, ...any)) 
 		if _, isMap := v.(map[string]any); !isMap {
 			v = fmt.Sprint(v) // a plain value: a number or boolean is written as YAML spells it
 		}
-		s, err := parseSecret(v, true, chk)
+		s, err := parseSecret(v, !credentialName(name), chk)
 		if err == nil && s.Tenant != "" {
 			err = errors.New("{tenant: …} secrets are per operation; a server's environment is set when it starts")
 		}
@@ -382,6 +399,9 @@ func buildMCPTool(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) (*Tool,
 		Retention: w.Retention, Summary: w.Summary, ReferenceURL: w.ReferenceURL}
 	if raw.Name == "" {
 		raw.Name = DefaultMCPToolName(s.Name, u.Name)
+	}
+	if errs := upstreamBounds(s, w, u, index); errs != nil {
+		return nil, errs
 	}
 	if raw.Description == "" {
 		raw.Description = firstNonEmpty(u.Description, u.Title, u.Name)
@@ -521,4 +541,44 @@ func (c *Catalog) MCPServers() []*MCPServer {
 		return nil
 	}
 	return slices.Clone(c.servers)
+}
+
+// credentialWords are the words of an environment variable's name that say it holds a
+// credential (GITHUB_PERSONAL_ACCESS_TOKEN, BRAVE_API_KEY, PGPASSWORD): such a value must be
+// a secret reference, so that it is read from where secrets live and masked wherever the
+// server echoes it, as a connection's credentials are (SPEC §4a).
+var credentialWords = regexp.MustCompile(`(?i)(^|[_.-])(key|apikey|token|secret|password|passwd|pass|pwd|credentials?|auth|pat|private)([_.-]|$)|password|secret|token`)
+
+// credentialName reports whether an environment variable's name says it holds a credential.
+func credentialName(name string) bool { return credentialWords.MatchString(name) }
+
+// upstreamBounds refuses tool metadata from tools/list too large to serve: a description over
+// MaxUpstreamDescription, or a schema over MaxUpstreamSchema, unless the tools file gives its
+// own description or params_schema.
+func upstreamBounds(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) []error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, &MCPServerError{Server: s.Name, Index: index, Err: fmt.Errorf("tool %q: "+format, append([]any{u.Name}, args...)...)})
+	}
+	if w.Description == "" && len(u.Description) > MaxUpstreamDescription {
+		add("tools/list gives a description of %d bytes, more than %d: give the tool a description in the tools file", len(u.Description), MaxUpstreamDescription)
+	}
+	if n := jsonSize(u.InputSchema); w.ParamsSchema == nil && n > MaxUpstreamSchema {
+		add("tools/list gives an inputSchema of %d bytes, more than %d: give the tool a params_schema in the tools file", n, MaxUpstreamSchema)
+	}
+	if n := jsonSize(u.OutputSchema); n > MaxUpstreamSchema {
+		add("tools/list gives an outputSchema of %d bytes, more than %d: leave the tool out of tools", n, MaxUpstreamSchema)
+	}
+	return errs
+}
+
+func jsonSize(v map[string]any) int {
+	if v == nil {
+		return 0
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }

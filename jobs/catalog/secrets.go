@@ -93,6 +93,14 @@ func (s *Secrets) With(values ...string) *Secrets {
 	return newSecrets(append(all, values...))
 }
 
+// Merge returns the Secrets of both s and o; either may be nil.
+func (s *Secrets) Merge(o *Secrets) *Secrets {
+	if o == nil {
+		return s
+	}
+	return s.With(o.values...)
+}
+
 func appendLeaves(dst []string, v any) []string {
 	switch v := v.(type) {
 	case string:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -36,16 +37,16 @@ type Outcome struct {
 }
 
 // Call sends tools/call of tool with args and meta to spec's server on its session, within
-// timeout.
-func (p *Pool) Call(ctx context.Context, spec *catalog.MCPServer, tool string, args map[string]any, meta map[string]any, timeout time.Duration) (out Outcome) {
+// timeout. secrets are the call's sensitive values: the server's standard error is scrubbed of
+// them while the call runs and a while after.
+func (p *Pool) Call(ctx context.Context, spec *catalog.MCPServer, tool string, args, meta map[string]any, timeout time.Duration, secrets *catalog.Secrets) (out Outcome) {
 	s := p.serverFor(spec)
+	defer s.calls.begin(secrets)()
 	s.mu.Lock()
-	cs, creds := s.session, s.creds
+	cs, l := s.session, s.link
 	why := s.lastErr
 	s.mu.Unlock()
-	if creds != nil {
-		defer func() { out.Credentials = creds.Used() }()
-	}
+	defer func() { out.Credentials = s.credentials() }()
 	if cs == nil {
 		if why == nil {
 			why = errors.New("not connected yet")
@@ -55,18 +56,36 @@ func (p *Pool) Call(ctx context.Context, spec *catalog.MCPServer, tool string, a
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	mark := &callMark{}
 	start := time.Now()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
+	res, err := cs.CallTool(withMark(ctx, mark), &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
 	out.Latency = time.Since(start)
 	var rpc *jsonrpc.Error
 	switch {
+	case err != nil && (mark.oversize.Load() || l.oversize.Load()):
+		out.Err = fmt.Errorf("the answer passed max_result_bytes (%d bytes); the gateway stopped reading it", spec.MaxResultBytes)
+	case err != nil && mark.notSent.Load():
+		out.NotSent = fmt.Errorf("%s refused the connection: %w", spec.Describe(), err)
 	case errors.As(err, &rpc):
 		out.RPCError = rpc
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		out.Err = fmt.Errorf("no answer within %s", timeout)
+		if len(spec.Command) > 0 {
+			// A stdio server that does not answer may never answer anything again: the next
+			// call must not wait behind it. Its session ends; the supervisor starts it anew.
+			s.log.Warn("mcp server did not answer within the call's timeout; restarting it", "server", spec.Describe(), "timeout", timeout)
+			l.abandoned.Store(true)
+			s.detach(l, out.Err)
+			go func() { _ = cs.Close() }()
+		}
 	case err != nil:
 		out.Err = err
 	default:
+		for k := range res.Meta {
+			if strings.HasPrefix(k, "idemgate/") {
+				delete(res.Meta, k) // only the gateway speaks for the gateway
+			}
+		}
 		b, merr := json.Marshal(res)
 		if merr != nil {
 			out.Err = fmt.Errorf("reading the result: %w", merr)

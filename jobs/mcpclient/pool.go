@@ -6,13 +6,12 @@
 package mcpclient
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"sync"
@@ -83,9 +82,50 @@ type server struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession // nil while not connected
+	link    *link              // the session's own state
 	lastErr error              // why the latest connection attempt failed
 	up      chan struct{}      // closed once a session first exists
 	creds   *downstream.SessionClient
+	// envSecrets are the values of the secret references in a stdio server's env: masked
+	// wherever the server echoes them, as a connection's credentials are.
+	envSecrets []string
+	listed     bool // its tools were listed: answers are bounded by max_result_bytes now
+	calls      callSecrets
+}
+
+// credentials are every credential value the server's session uses.
+func (s *server) credentials() []string {
+	s.mu.Lock()
+	creds, env := s.creds, s.envSecrets
+	s.mu.Unlock()
+	var out []string
+	if creds != nil {
+		out = creds.Used()
+	}
+	return append(out, env...)
+}
+
+// scrub masks, in text about the server (its standard error, why it stopped), its
+// credentials and the sensitive params of its recent calls.
+func (s *server) scrub(text string) string {
+	return s.calls.secrets().With(s.credentials()...).Text(text)
+}
+
+// detach takes l's session out of service while it closes: calls are not sent on it (they
+// are not_sent, and retried once the supervisor has started a new one).
+func (s *server) detach(l *link, why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.link == l && s.session != nil {
+		s.session, s.lastErr = nil, fmt.Errorf("restarting: %w", why)
+	}
+}
+
+func (s *server) scrubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(s.scrub(err.Error()))
 }
 
 func (s *server) current() *mcp.ClientSession {
@@ -133,21 +173,28 @@ func (p *Pool) supervise(s *server) {
 	var once sync.Once
 	for {
 		start := time.Now()
-		cs, err := p.connect(s)
+		l := &link{}
+		l.broken = func(why error) { s.detach(l, why) }
+		cs, err := p.connect(s, l)
+		// What the server answered may quote the credentials the session presented.
+		err = s.scrubErr(err)
 		s.mu.Lock()
-		s.session, s.lastErr = cs, err
+		s.session, s.link, s.lastErr = cs, l, err
 		s.mu.Unlock()
 		if err == nil {
 			once.Do(func() { close(s.up) })
 			s.log.Info("mcp server session open", "server", s.spec.Describe())
-			err = cs.Wait()
+			why := s.scrub(errOrExit(cs.Wait()))
+			if l.oversize.Load() {
+				why = errAnswerTooLarge.Error()
+			}
 			s.mu.Lock()
-			s.session, s.lastErr = nil, fmt.Errorf("the session ended: %v", errOrExit(err))
+			s.session, s.link, s.lastErr = nil, nil, fmt.Errorf("the session ended: %s", why)
 			s.mu.Unlock()
 			if p.ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("mcp server session ended; reconnecting", "server", s.spec.Describe(), "err", errOrExit(err))
+			s.log.Warn("mcp server session ended; reconnecting", "server", s.spec.Describe(), "err", why)
 		} else {
 			if p.ctx.Err() != nil {
 				return
@@ -174,14 +221,21 @@ func errOrExit(err error) string {
 }
 
 // connect opens a session: starts the child (stdio) or initializes over HTTP.
-func (p *Pool) connect(s *server) (*mcp.ClientSession, error) {
+func (p *Pool) connect(s *server, l *link) (*mcp.ClientSession, error) {
 	var transport mcp.Transport
+	s.mu.Lock()
+	limit := int64(MaxListingBytes)
+	if s.listed {
+		limit = int64(s.spec.MaxResultBytes) + envelope
+	}
+	s.mu.Unlock()
+	l.limit.Store(limit)
 	if len(s.spec.Command) > 0 {
 		cmd, err := p.command(s)
 		if err != nil {
 			return nil, err
 		}
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = &childTransport{cmd: cmd, link: l, terminate: 2 * time.Second}
 	} else {
 		sc, err := p.cfg.Connector.SessionClient(s.spec.Connection)
 		if err != nil {
@@ -190,9 +244,15 @@ func (p *Pool) connect(s *server) (*mcp.ClientSession, error) {
 		s.mu.Lock()
 		s.creds = sc
 		s.mu.Unlock()
+		client := *sc.Client
+		base := client.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		client.Transport = limitTransport{base: base, max: int64(s.spec.MaxResultBytes) + envelope}
 		// MaxRetries < 0: the transport never re-sends on its own. A call whose stream broke is
 		// the executor's to judge (ambiguous), not the transport's to repeat.
-		transport = &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: sc.Client, MaxRetries: -1,
+		transport = &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: &client, MaxRetries: -1,
 			DisableStandaloneSSE: true}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "idemgate", Version: p.cfg.Version}, nil)
@@ -206,30 +266,23 @@ func (p *Pool) connect(s *server) (*mcp.ClientSession, error) {
 func (p *Pool) command(s *server) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(p.ctx, s.spec.Command[0], s.spec.Command[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	var secrets []string
 	for _, e := range s.spec.Env {
 		v, err := e.Value.Resolve(nil)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
+		if e.Value.Literal == "" {
+			secrets = append(secrets, v)
+		}
 		cmd.Env = append(cmd.Env, e.Name+"="+v)
 	}
-	cmd.Stderr = logWriter(s.log)
+	s.mu.Lock()
+	s.envSecrets = secrets
+	s.mu.Unlock()
+	cmd.Stderr = newStderrLog(s.log, s.scrub)
 	cmd.WaitDelay = 2 * time.Second
 	return cmd, nil
-}
-
-// logWriter returns a writer whose every line becomes a log line of the server.
-func logWriter(log *slog.Logger) io.Writer {
-	r, w := io.Pipe()
-	go func() {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 4096), 64*1024)
-		for sc.Scan() {
-			log.Info("mcp server stderr", "line", sc.Text())
-		}
-		_, _ = io.Copy(io.Discard, r) // a line too long: keep draining so the child never blocks
-	}()
-	return w
 }
 
 // session waits for spec's session up to the start timeout (for its first listing).
@@ -264,7 +317,7 @@ func (p *Pool) ListTools(spec *catalog.MCPServer) ([]catalog.UpstreamTool, error
 	var out []catalog.UpstreamTool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
+			return nil, fmt.Errorf("tools/list: %w", p.serverFor(spec).scrubErr(err))
 		}
 		u, err := upstreamTool(t)
 		if err != nil {
@@ -272,6 +325,15 @@ func (p *Pool) ListTools(spec *catalog.MCPServer) ([]catalog.UpstreamTool, error
 		}
 		out = append(out, u)
 	}
+	// From now on an answer is bounded by max_result_bytes: a stdio session reads its lines
+	// with that bound from its next start, this one from now.
+	srv := p.serverFor(spec)
+	srv.mu.Lock()
+	srv.listed = true
+	if srv.link != nil {
+		srv.link.limit.Store(int64(spec.MaxResultBytes) + envelope)
+	}
+	srv.mu.Unlock()
 	return out, nil
 }
 
