@@ -1,15 +1,23 @@
 package e2e_test
 
 import (
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/mcptest"
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
@@ -102,4 +110,158 @@ func TestHostileStdioServer(t *testing.T) {
 		assert.Contains(t, db, "vendor/trace", "the upstream's own _meta is kept")
 		assert.Contains(t, log.String(), "using key ***", "the stderr line is logged, scrubbed")
 	})
+}
+
+const hostileHTTPTools = `
+connections:
+  - name: upstream
+    auth: {bearer: {file: {{KEYFILE}}}}
+mcp_servers:
+  - name: hostile
+    url: {{URL}}
+    connection: upstream
+    timeout: 20s
+    tools:
+      - upstream: quote
+        effect: write
+        retry: {max_attempts: 2, initial_backoff: 50ms, max_backoff: 100ms}
+      - upstream: stream
+        effect: write
+        retry: {max_attempts: 1}
+`
+
+const hostileToken = "mcp_tok_5e4d3c2b1a0f9e8d7c6b"
+
+// startHostileHTTP runs the hand-written Streamable HTTP server and a gateway in front of it.
+func startHostileHTTP(t *testing.T, d models.Dialect, h *mcptest.Hostile, log *lockedBuffer) (*gatewaytest.Gateway, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	keyFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(keyFile, []byte(hostileToken+"\n"), 0o600))
+	tools := strings.NewReplacer("{{URL}}", srv.URL, "{{KEYFILE}}", keyFile).Replace(hostileHTTPTools)
+	return gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: tools, LogTo: log}), srv
+}
+
+// TestHostileStreamableHTTPServer: a Streamable HTTP server that refuses the first sessions
+// with an error quoting the bearer token, and quotes it in an answer. The token appears in no
+// log line and nowhere the gateway records. An answer past max_result_bytes is an ambiguous
+// attempt that says so; once the server is gone, calls are not sent (retried, never
+// ambiguous). Both engines.
+func TestHostileStreamableHTTPServer(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		log := &lockedBuffer{}
+		h := &mcptest.Hostile{RefuseFirst: 3}
+		g, srv := startHostileHTTP(t, d, h, log)
+		assert.Contains(t, log.String(), "invalid token: Bearer ***", "the refusals are logged, masked")
+
+		op := requireOp(t, g.Submit(t, "quote-1", "hostile.quote", `{}`, map[string]string{"Prefer": "wait=10"}), http.StatusCreated)
+		require.Equal(t, "SUCCEEDED", op["state"])
+		assert.Equal(t, map[string]any{"content": []any{map[string]any{"type": "text", "text": "you sent Bearer ***"}}}, op["result"])
+
+		big := requireOp(t, g.Submit(t, "stream-1", "hostile.stream", `{"bytes":3000000}`, map[string]string{"Prefer": "wait=10"}), http.StatusAccepted)
+		require.Equal(t, "UNKNOWN", big["state"])
+		assert.Contains(t, errorMember(t, big)["message"], "max_result_bytes")
+
+		srv.Close()
+		down := requireOp(t, g.Submit(t, "quote-down", "hostile.quote", `{}`, map[string]string{"Prefer": "wait=10"}), http.StatusCreated)
+		require.Equal(t, "FAILED_FINAL", down["state"])
+		assert.Equal(t, "retries_exhausted", errorMember(t, down)["class"], "not sent, so retried until the attempts ran out")
+		evs := string(g.Do(t, http.MethodGet, "/v1/operations/"+down["id"].(string)+"/events", g.Key, nil, "").Body)
+		assert.Contains(t, evs, `"class":"not_sent"`)
+		assert.NotContains(t, evs, `"class":"ambiguous"`)
+
+		var all strings.Builder
+		for _, id := range []string{op["id"].(string), big["id"].(string), down["id"].(string)} {
+			all.Write(getOp(t, g, g.Key, id).Body)
+			all.Write(g.Do(t, http.MethodGet, "/v1/operations/"+id+"/events", g.Key, nil, "").Body)
+		}
+		all.WriteString(dumpDatabase(t, g.Ledger.DB()))
+		all.WriteString(log.String())
+		assert.NotContains(t, all.String(), hostileToken)
+	})
+}
+
+// TestHostileAnswerLeavesMemoryBounded: an upstream that answers 300 MB. The gateway reads up
+// to max_result_bytes and stops: its peak resident memory stays within 64 MB of what it was
+// idle (VmHWM, reset just before; Linux). Not parallel, so no other test shares the process's
+// memory while it measures.
+func TestHostileAnswerLeavesMemoryBounded(t *testing.T) {
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		t.Skip("needs Linux's /proc/self/clear_refs to reset the peak")
+	}
+	log := &lockedBuffer{}
+	g, _ := startHostileHTTP(t, models.SQLite, &mcptest.Hostile{}, log)
+	requireOp(t, g.Submit(t, "warm", "hostile.quote", `{}`, map[string]string{"Prefer": "wait=10"}), http.StatusCreated)
+	runtime.GC()
+	require.NoError(t, os.WriteFile("/proc/self/clear_refs", []byte("5"), 0), "reset the peak")
+	idle := procStatusKB(t, "VmHWM")
+	start := time.Now()
+	big := requireOp(t, g.Submit(t, "stream-300mb", "hostile.stream", `{"bytes":300000000}`, map[string]string{"Prefer": "wait=60"}), http.StatusAccepted)
+	require.Equal(t, "UNKNOWN", big["state"])
+	assert.Contains(t, errorMember(t, big)["message"], "max_result_bytes")
+	peak := procStatusKB(t, "VmHWM")
+	t.Logf("300 MB answer: resident memory idle %d MB, peak %d MB (+%d MB), answered in %s",
+		idle>>10, peak>>10, (peak-idle)>>10, time.Since(start).Round(time.Millisecond))
+	assert.Less(t, peak-idle, int64(64<<10), "peak resident memory within 64 MB of idle")
+}
+
+// procStatusKB reads a kB field of /proc/self/status.
+func procStatusKB(t *testing.T, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// TestStoppingTheGatewayStopsTheServersChildren: a stdio server that started a child of its
+// own (as npx starts node). Closing the pool, as serve does when it stops, stops the server
+// and its child: nothing of the process group is left running.
+func TestStoppingTheGatewayStopsTheServersChildren(t *testing.T) {
+	t.Parallel()
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	tools := `
+mcp_servers:
+  - name: pay
+    command: [sh, -c, 'sleep 300 & echo $! > ` + pidFile + `; exec ` + bin + ` -test.run=^$']
+    env: {IDEMGATE_MCPTEST_STATE: ` + dir + `}
+    tools:
+      - upstream: charge
+`
+	pool := mcpclient.New(mcpclient.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	_, err = catalog.LoadWith([]byte(tools), catalog.Options{MCP: pool})
+	require.NoError(t, err)
+	raw, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	require.True(t, running(pid), "the server's own child runs")
+
+	start := time.Now()
+	pool.Close()
+	gatewaytest.Eventually(t, 10*time.Second, "the server's child to stop", func() bool { return !running(pid) })
+	t.Logf("the server and its child stopped within %s", time.Since(start).Round(time.Millisecond))
+}
+
+// running reports whether pid is a live process (not gone, not a zombie waiting to be reaped).
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "123 (sleep) S …".
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
 }

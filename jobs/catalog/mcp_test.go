@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -167,4 +168,54 @@ func TestMCPIdempotencyArgumentLeavesTheSchema(t *testing.T) {
 	assert.Equal(t, []any{"amount"}, tool.ParamsSchemaRaw["required"])
 	assert.Equal(t, []string{"/idempotency_key"}, tool.KeyParams())
 	assert.Contains(t, l.tools["sq"][0].InputSchema["required"], "idempotency_key", "the upstream's schema is not changed")
+}
+
+// TestMCPServerBounds: what a server lists and what its env holds are bounded as SPEC §4b
+// says: a huge description or schema stops the gateway naming the tool, unless the file gives
+// its own; a literal credential in env is refused (a reference is masked where the server
+// echoes it, a literal could not be); max_result_bytes has a default and a range.
+func TestMCPServerBounds(t *testing.T) {
+	huge := strings.Repeat("d", catalog.MaxUpstreamDescription+1)
+	bigSchema := map[string]any{"type": "object", "description": strings.Repeat("s", catalog.MaxUpstreamSchema)}
+	upstream := []catalog.UpstreamTool{
+		{Name: "wordy", Description: huge, InputSchema: map[string]any{"type": "object"}},
+		{Name: "schemaful", Description: "ok", InputSchema: bigSchema},
+		{Name: "outputful", Description: "ok", InputSchema: map[string]any{"type": "object"}, OutputSchema: bigSchema},
+		{Name: "plain", Description: "ok", InputSchema: map[string]any{"type": "object"}},
+	}
+	load := func(file string) (*catalog.Catalog, error) {
+		return catalog.LoadWith([]byte(file), catalog.Options{MCP: &listed{tools: map[string][]catalog.UpstreamTool{"big": upstream}},
+			Getenv: func(string) string { return "set" }})
+	}
+	refused := map[string]struct{ file, want string }{
+		"huge description": {"mcp_servers:\n  - name: big\n    command: [x]\n    tools: [{upstream: wordy}]\n",
+			`mcp server "big": tool "wordy": tools/list gives a description of 16385 bytes`},
+		"huge inputSchema": {"mcp_servers:\n  - name: big\n    command: [x]\n    tools: [{upstream: schemaful}]\n",
+			`tool "schemaful": tools/list gives an inputSchema of`},
+		"huge outputSchema": {"mcp_servers:\n  - name: big\n    command: [x]\n    tools: [{upstream: outputful}]\n",
+			`tool "outputful": tools/list gives an outputSchema of`},
+		"all tools, one huge": {"mcp_servers:\n  - name: big\n    command: [x]\n", `tool "wordy"`},
+		"literal API key": {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {BRAVE_API_KEY: BSAx123}\n",
+			"env.BRAVE_API_KEY: a credential must be a secret reference"},
+		"literal token": {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {GITHUB_PERSONAL_ACCESS_TOKEN: ghp_x}\n",
+			"env.GITHUB_PERSONAL_ACCESS_TOKEN: a credential must be a secret reference"},
+		"literal password": {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {PGPASSWORD: hunter2}\n", "env.PGPASSWORD"},
+		"result bound too small": {"mcp_servers:\n  - name: big\n    command: [x]\n    max_result_bytes: 10\n", "max_result_bytes: 10 out of range"},
+	}
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			_, err := load(tc.file)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	t.Run("the file's own description and schema", func(t *testing.T) {
+		c, err := load("mcp_servers:\n  - name: big\n    command: [x]\n    env: {MEMORY_FILE_PATH: /var/lib/m.jsonl, API_KEY: {env: K}}\n" +
+			"    tools:\n      - {upstream: wordy, description: Short.}\n      - {upstream: schemaful, params_schema: {type: object}}\n      - {upstream: plain}\n")
+		require.NoError(t, err)
+		tool, ok := c.Get("big.wordy")
+		require.True(t, ok)
+		assert.Equal(t, "Short.", tool.Description)
+		assert.Equal(t, catalog.DefaultMaxResultBytes, c.MCPServers()[0].MaxResultBytes)
+	})
 }
