@@ -199,7 +199,7 @@ func TestMCPServerBounds(t *testing.T) {
 			"env.BRAVE_API_KEY: a credential must be a secret reference"},
 		"literal token": {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {GITHUB_PERSONAL_ACCESS_TOKEN: ghp_x}\n",
 			"env.GITHUB_PERSONAL_ACCESS_TOKEN: a credential must be a secret reference"},
-		"literal password": {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {PGPASSWORD: hunter2}\n", "env.PGPASSWORD"},
+		"literal password":       {"mcp_servers:\n  - name: big\n    command: [x]\n    env: {PGPASSWORD: hunter2}\n", "env.PGPASSWORD"},
 		"result bound too small": {"mcp_servers:\n  - name: big\n    command: [x]\n    max_result_bytes: 10\n", "max_result_bytes: 10 out of range"},
 	}
 	for name, tc := range refused {
