@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -210,6 +211,20 @@ func TestJustification(t *testing.T) {
 		op := g.Do(t, http.MethodGet, "/v1/operations?key=why-mcp", g.Key, nil, "")
 		require.Equal(t, http.StatusOK, op.Status)
 		assert.Contains(t, string(op.Body), `"justification":"The printer is on fire."`)
+
+		// On /mcp the same bound as on the JSON API: 2,000 characters, not bytes.
+		reason := strings.Repeat("é", 2000)
+		mcpCall := func(id int, key, reason string) gatewaytest.Response {
+			return g.Do(t, http.MethodPost, "/mcp", g.Key, mcpAccept, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call",`+
+				`"params":{"name":"tickets.create","arguments":{"subject":"Printer"},"_meta":{"idemgate/key":%q,"idemgate/justification":%q}}}`, id, key, reason))
+		}
+		r = mcpCall(4, "why-mcp-long", reason)
+		require.Equal(t, http.StatusOK, r.Status)
+		assert.NotContains(t, string(r.Body), "at most", "2,000 characters are taken: %s", r.Body)
+		op = g.Do(t, http.MethodGet, "/v1/operations?key=why-mcp-long", g.Key, nil, "")
+		assert.Contains(t, string(op.Body), reason)
+		r = mcpCall(5, "why-mcp-longer", reason+"é")
+		assert.Contains(t, string(r.Body), "at most 2000 characters")
 		none := g.Submit(t, "why-none", "tickets.create", `{"subject":"x"}`, nil)
 		assert.Contains(t, string(none.Body), `"justification":null`)
 	})

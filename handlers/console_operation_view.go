@@ -22,10 +22,10 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 	p := views.OperationPage{
 		Op: operationRow(op, now), Fingerprint: view.Fingerprint, DownstreamKey: view.DownstreamKey, Attempts: op.Attempts,
 		NextAttemptAt: timePtr(op.NextAttemptAt, now), Completed: timePtr(op.CompletedAt, now),
-		DownstreamRef: deref(view.DownstreamRef), Justification: deref(view.Justification),
+		DownstreamRef: deref(view.DownstreamRef), Justification: visible(deref(view.Justification)),
 	}
 	st := stakesOf(cat, op)
-	p.Headline, p.Amount, p.Downstream = st.Summary, st.Amount, st.Downstream
+	p.Headline, p.Amount, p.Downstream = visible(st.Summary), st.Amount, st.Downstream
 	lite := opviewLite{downstreamKey: view.DownstreamKey, downstreamRef: deref(view.DownstreamRef)}
 	_ = json.Unmarshal(view.Params, &lite.params) // null (withheld) leaves it nil
 	p.Situation = situation(cat, rec, lite, now)

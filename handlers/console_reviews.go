@@ -170,15 +170,15 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, o
 // the viewer did, and why a compensation was proposed.
 func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events []models.Event, v *Viewer, now time.Time) {
 	if it.Justification != nil {
-		row.Justification = shorten(*it.Justification, 200)
+		row.Justification = shorten(visible(*it.Justification), 200)
 	}
 	tool, known := h.Catalog.Get(it.Tool)
 	if known && it.Params != nil {
 		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {
 			if s, ok := tool.Summary(masked, it.Key, it.Tenant); ok {
-				row.Summary = shorten(s, 160)
+				row.Summary = shorten(visible(s), 160)
 			} else {
-				row.Summary, row.SummaryIsParams = shorten(string(masked), 160), true
+				row.Summary, row.SummaryIsParams = shorten(visible(string(masked)), 160), true
 			}
 		}
 	}

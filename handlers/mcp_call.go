@@ -83,7 +83,7 @@ func readMCPCall(t *catalog.Tool, p *mcp.CallToolParamsRaw) (mcpCall, error) {
 	if c.req.StepID, err = metaString(p.Meta, MCPMetaStepID); err != nil {
 		return mcpCall{}, err
 	}
-	if c.req.Justification, err = metaString(p.Meta, MCPMetaReason); err != nil {
+	if c.req.Justification, err = metaJustification(p.Meta); err != nil {
 		return mcpCall{}, err
 	}
 	if utf8.RuneCountInString(c.req.Justification) > MaxJustification {
@@ -179,6 +179,20 @@ func metaString(meta mcp.Meta, name string) (string, error) {
 	s, ok := v.(string)
 	if !ok || len(s) > 255 {
 		return "", problem(problems.MalformedBody, "_meta %q must be a string of at most 255 bytes", name)
+	}
+	return s, nil
+}
+
+// metaJustification reads _meta "idemgate/justification": a string of at most
+// MaxJustification characters, as the JSON API's justification.
+func metaJustification(meta mcp.Meta) (string, error) {
+	v, ok := meta[MCPMetaReason]
+	if !ok {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok || utf8.RuneCountInString(s) > MaxJustification {
+		return "", problem(problems.MalformedBody, "_meta %q must be a string of at most %d characters", MCPMetaReason, MaxJustification)
 	}
 	return s, nil
 }
