@@ -93,12 +93,16 @@ func (d *OpenAPIDocument) Import(opts OpenAPIOptions) (*File, error) {
 	}
 	f := &File{Header: openAPIHeader(doc, opts, len(chosen))}
 	used := map[string]bool{}
+	budget := newExpansion(maxExpansionBytes, maxExpansionTime)
 	for _, o := range chosen {
 		base, err := baseURL(doc, o, opts.Connection != "")
 		if err != nil {
 			return nil, err
 		}
-		t := buildTool(o, prefix, opts.Connection, base)
+		t := buildTool(o, prefix, opts.Connection, base, budget)
+		if err := budget.err(); err != nil {
+			return nil, fmt.Errorf("toolsimport: operation %s: %w", o.id(), err)
+		}
 		for n := 2; used[t.Name]; n++ {
 			// Two operationIds that differ only in case or punctuation make one snake-case name.
 			t.Name = toolName(prefix, fmt.Sprintf("%s_%d", o.id(), n))

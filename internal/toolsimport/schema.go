@@ -1,8 +1,10 @@
 package toolsimport
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -34,6 +36,53 @@ type schemaConverter struct {
 	cut int
 	// dropped lists the patterns Go's regexp cannot compile; the catalog would refuse them.
 	dropped []string
+	// budget bounds the whole import's expansion; nil for none.
+	budget *expansion
+}
+
+// The bounds of one import's expansion of schemas (SPEC §4b): a document whose $refs fan out
+// (each schema naming dozens of others, four deep) expands past any size a person could
+// review long before it ends. Stripe's whole document expands to about 2 MB.
+const (
+	maxExpansionBytes = 64 << 20
+	maxExpansionTime  = 10 * time.Second
+)
+
+// expansion is what an import has expanded so far, in bytes as printed (about), against its
+// bounds.
+type expansion struct {
+	bytes, limit int64
+	deadline     time.Time
+	over         error
+}
+
+func newExpansion(limit int64, d time.Duration) *expansion {
+	return &expansion{limit: limit, deadline: time.Now().Add(d)}
+}
+
+// spend counts n more bytes, and reports whether the import is still within its bounds.
+func (e *expansion) spend(n int) bool {
+	if e == nil {
+		return true
+	}
+	if e.over != nil {
+		return false
+	}
+	e.bytes += int64(n)
+	switch {
+	case e.bytes > e.limit:
+		e.over = fmt.Errorf("its $refs expand past %d MiB of schemas: the document is refused (import fewer operations with --operations, or simplify the schemas)", e.limit>>20)
+	case time.Now().After(e.deadline):
+		e.over = fmt.Errorf("expanding its $refs took more than %s: the document is refused (import fewer operations with --operations, or simplify the schemas)", maxExpansionTime)
+	}
+	return e.over == nil
+}
+
+func (e *expansion) err() error {
+	if e == nil {
+		return nil
+	}
+	return e.over
 }
 
 // convert returns ref's schema as a JSON Schema value: a map, or true for an absent schema.
@@ -44,6 +93,9 @@ func (c *schemaConverter) convert(ref *openapi3.SchemaRef) any {
 	s := ref.Value
 	if s.Always != nil {
 		return *s.Always
+	}
+	if !c.budget.spend(64 + len(s.Title) + len(s.Description) + len(s.Pattern) + 16*len(s.Enum)) {
+		return true // the import is refused; what is returned here is never printed
 	}
 	followsRef := ref.Ref != ""
 	if slices.Contains(c.onPath, s) || len(c.onPath) >= maxDepth || (followsRef && c.refs >= maxRefDepth) {

@@ -21,8 +21,8 @@ import (
 const idempotencyHeader = "Idempotency-Key"
 
 // buildTool makes the tool for one operation. base is what its path is appended to.
-func buildTool(o operation, prefix, connection, base string) HTTPTool {
-	b := &toolBuilder{conv: &schemaConverter{}, props: map[string]any{}}
+func buildTool(o operation, prefix, connection, base string, budget *expansion) HTTPTool {
+	b := &toolBuilder{conv: &schemaConverter{budget: budget}, props: map[string]any{}}
 	t := HTTPTool{
 		Name:        toolName(prefix, o.id()),
 		Description: describe(o),
@@ -40,7 +40,7 @@ func buildTool(o operation, prefix, connection, base string) HTTPTool {
 	// query params are only ours, so those give way when they clash.
 	t.HTTP.Body = b.body(o)
 	idents := b.params(o)
-	target := pathParam.ReplaceAllStringFunc(o.path, func(sub string) string {
+	target := replaceParams(o.path, func(sub string) string {
 		name := strings.Trim(sub, "{}")
 		ident, ok := idents[name]
 		if !ok {
@@ -54,7 +54,7 @@ func buildTool(o operation, prefix, connection, base string) HTTPTool {
 		}
 		return "{{.Params." + ident + "}}"
 	})
-	t.HTTP.URL = base + target + b.query
+	t.HTTP.URL = literalBraces.Replace(base) + target + b.query
 	if len(b.inURL) > 0 && t.HTTP.Body != catalog.BodyNone && o.method != http.MethodGet {
 		b.note("idemgate sends every param in the body as well, %s included: an API that refuses unknown body fields refuses these calls",
 			strings.Join(b.inURL, ", "))
@@ -78,6 +78,24 @@ func buildTool(o operation, prefix, connection, base string) HTTPTool {
 
 // pathParam finds the {name}s of a path template.
 var pathParam = regexp.MustCompile(`\{[^{}]+\}`)
+
+// literalBraces percent-encodes the braces a document writes outside its {name}s: a URL
+// means the same with them encoded, and a literal "{{" must never reach a template.
+var literalBraces = strings.NewReplacer("{", "%7B", "}", "%7D")
+
+// replaceParams is path with each {name} replaced by param(name) and every other brace
+// percent-encoded.
+func replaceParams(path string, param func(string) string) string {
+	var sb strings.Builder
+	last := 0
+	for _, m := range pathParam.FindAllStringIndex(path, -1) {
+		sb.WriteString(literalBraces.Replace(path[last:m[0]]))
+		sb.WriteString(param(path[m[0]:m[1]]))
+		last = m[1]
+	}
+	sb.WriteString(literalBraces.Replace(path[last:]))
+	return sb.String()
+}
 
 // toolBuilder gathers one tool's params_schema, URL and notes.
 type toolBuilder struct {
