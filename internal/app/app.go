@@ -147,6 +147,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 				"tools", names)
 		}
 	}
+	if names := annotatedRetrySafe(cat); len(names) > 0 {
+		log.Warn("these tools' effect comes from their MCP server's annotations (readOnlyHint or idempotentHint), so the gateway repeats their ambiguous attempts on the server's word: write effect: in the tools file for each, after checking",
+			"tools", names)
+	}
 	metrics.WatchLedger(ledger, jobs.Windows(cat))
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, MCP: cfg.MCP, Worker: cfg.Worker,
 		LeaseMargin: cfg.LeaseMargin, Meter: metrics, Now: cfg.Now, Log: log, TracerProvider: cfg.TracerProvider})
@@ -171,6 +175,18 @@ func sensitiveTools(cat *catalog.Catalog) []string {
 	var out []string
 	for _, t := range cat.Tools() {
 		if len(t.SensitiveParams) > 0 {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// annotatedRetrySafe names the upstream tools the gateway retries only because their server's
+// annotations say they may be.
+func annotatedRetrySafe(cat *catalog.Catalog) []string {
+	var out []string
+	for _, t := range cat.Tools() {
+		if t.MCP != nil && t.MCP.EffectFromAnnotations && !t.MCP.HonoursKey {
 			out = append(out, t.Name)
 		}
 	}

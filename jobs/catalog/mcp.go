@@ -90,6 +90,10 @@ type MCPCall struct {
 	IdempotencyArgument string
 	// HonoursKey says the upstream deduplicates by the downstream key it is sent.
 	HonoursKey bool
+	// EffectFromAnnotations: the tools file gave no effect, and the upstream's annotations
+	// made the tool read or idempotent, so the gateway repeats its ambiguous attempts on the
+	// server's word alone (the gateway says so at start, for a person to confirm).
+	EffectFromAnnotations bool
 }
 
 // MCPReconcile is a reconcile through an upstream tool of the same server.
@@ -406,8 +410,10 @@ func buildMCPTool(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) (*Tool,
 	if raw.Description == "" {
 		raw.Description = firstNonEmpty(u.Description, u.Title, u.Name)
 	}
+	fromAnnotations := false
 	if raw.Effect == "" {
 		raw.Effect = string(UpstreamEffect(u))
+		fromAnnotations = raw.Effect != string(EffectWrite)
 	}
 	if raw.ParamsSchema == nil {
 		raw.ParamsSchema = withoutArgument(upstreamInputSchema(u.InputSchema), w.IdempotencyArgument)
@@ -415,7 +421,7 @@ func buildMCPTool(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) (*Tool,
 	ec := &collector{index: index, tool: raw.Name}
 	t := validateCommon(&raw, ec, func(t *Tool) {
 		call := &MCPCall{Server: s, Upstream: u.Name, Title: u.Title, InputSchema: u.InputSchema, OutputSchema: u.OutputSchema,
-			Annotations: u.Annotations, HonoursKey: w.HonoursKey}
+			Annotations: u.Annotations, HonoursKey: w.HonoursKey, EffectFromAnnotations: fromAnnotations}
 		if a := w.IdempotencyArgument; a != "" {
 			if !argumentRE.MatchString(a) {
 				ec.addf("idempotency_argument", "invalid argument name %q", a)
@@ -565,6 +571,9 @@ func upstreamBounds(s *MCPServer, w rawMCPTool, u UpstreamTool, index int) []err
 	}
 	if n := jsonSize(u.InputSchema); w.ParamsSchema == nil && n > MaxUpstreamSchema {
 		add("tools/list gives an inputSchema of %d bytes, more than %d: give the tool a params_schema in the tools file", n, MaxUpstreamSchema)
+	}
+	if n := jsonSize(u.Annotations); n > MaxUpstreamDescription {
+		add("tools/list gives annotations of %d bytes, more than %d: leave the tool out of tools", n, MaxUpstreamDescription)
 	}
 	if n := jsonSize(u.OutputSchema); n > MaxUpstreamSchema {
 		add("tools/list gives an outputSchema of %d bytes, more than %d: leave the tool out of tools", n, MaxUpstreamSchema)

@@ -219,3 +219,19 @@ func TestMCPServerBounds(t *testing.T) {
 		assert.Equal(t, catalog.DefaultMaxResultBytes, c.MCPServers()[0].MaxResultBytes)
 	})
 }
+
+// TestMCPEffectFromAnnotationsIsMarked: a tool the gateway retries only because its server's
+// annotations say so is marked, for the start-up warning; one whose file sets the effect, or
+// that annotations leave a write, is not.
+func TestMCPEffectFromAnnotationsIsMarked(t *testing.T) {
+	l := &listed{tools: map[string][]catalog.UpstreamTool{"pay": payTools}}
+	c, err := catalog.LoadWith([]byte("mcp_servers:\n  - name: pay\n    command: [x]\n    tools:\n"+
+		"      - {upstream: CreatePayment}\n      - {upstream: get_payment}\n      - {upstream: update_payment}\n"+
+		"      - {upstream: find_payment, effect: read}\n"), catalog.Options{MCP: l})
+	require.NoError(t, err)
+	marked := map[string]bool{}
+	for _, tool := range c.Tools() {
+		marked[tool.Name] = tool.MCP.EffectFromAnnotations
+	}
+	assert.Equal(t, map[string]bool{"pay.createpayment": false, "pay.get_payment": true, "pay.update_payment": true, "pay.find_payment": false}, marked)
+}
