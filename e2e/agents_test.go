@@ -117,7 +117,7 @@ func TestMCPToolsAsListed(t *testing.T) {
 			names = append(names, tl.Name)
 		}
 		sort.Strings(names)
-		assert.Equal(t, []string{"email.send", "payments.payout", "refunds.issue", "tickets.close", "tickets.create", "tickets.get"}, names)
+		assert.Equal(t, []string{"email__send", "payments__payout", "refunds__issue", "tickets__close", "tickets__create", "tickets__get"}, names)
 
 		schema := compileOutputSchema(t, listed.Tools[0].OutputSchema)
 		for _, res := range []*mcp.CallToolResult{

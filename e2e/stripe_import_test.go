@@ -23,7 +23,7 @@ import (
 // stripeSpec is Stripe's own OpenAPI document, the one stripe-mock serves from (about 8 MB),
 // in the module cache: `go mod download` finds it where `go install` of stripe-mock put it.
 // Without it the test is skipped on a workstation and fails in CI (CI set).
-func stripeSpec(t *testing.T) []byte {
+func stripeSpec(t testing.TB) []byte {
 	t.Helper()
 	var mod struct{ Dir, Error string }
 	out, err := exec.Command("go", "mod", "download", "-json", "github.com/stripe/stripe-mock@v0.203.0").Output()
@@ -45,7 +45,7 @@ func stripeSpec(t *testing.T) []byte {
 
 // importStripe runs the import as `idemgate tools import --openapi spec3.json --connection
 // stripe [--operations …]` does, and returns what it prints.
-func importStripe(t *testing.T, doc *toolsimport.OpenAPIDocument, operations ...string) (*toolsimport.File, string) {
+func importStripe(t testing.TB, doc *toolsimport.OpenAPIDocument, operations ...string) (*toolsimport.File, string) {
 	t.Helper()
 	start := time.Now()
 	f, err := doc.Import(toolsimport.OpenAPIOptions{Operations: operations, Connection: "stripe", Source: "spec3.json"})

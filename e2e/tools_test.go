@@ -89,9 +89,11 @@ func TestToolDefinitions(t *testing.T) {
 			tools := toolList(t, g, g.Key, "?format=mcp")
 			var names []string
 			for _, tl := range tools {
-				assert.ElementsMatch(t, []string{"name", "description", "inputSchema", "outputSchema", "annotations"}, keysOf(tl))
+				assert.ElementsMatch(t, []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}, keysOf(tl))
 				assert.IsType(t, map[string]any{}, tl["inputSchema"])
-				names = append(names, tl["name"].(string))
+				assert.Regexp(t, `^[a-zA-Z0-9_-]{1,64}$`, tl["name"])
+				assert.Equal(t, tl["title"], tl["_meta"].(map[string]any)["idemgate/tool"])
+				names = append(names, tl["title"].(string))
 			}
 			assert.ElementsMatch(t, allTools, names)
 		})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/fingerprint"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,8 +29,13 @@ type mcpCall struct {
 
 // callHandler answers tools/call of tool t for caller. Every outcome, refusals included, is a
 // tool result rather than a protocol error, so the agent's model sees it and what to do next.
-func (m *MCP) callHandler(caller *models.Caller, t *catalog.Tool) mcp.ToolHandler {
+func (m *MCP) callHandler(t *catalog.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		caller := CallerFrom(ctx)
+		if caller == nil || !caller.AllowsTool(t.Name) {
+			// The server is its scope's; a caller reaches it only through that scope.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		}
 		res, err := m.call(ctx, caller, t, req.Params)
 		if t.MCP != nil {
 			if err != nil {
@@ -86,9 +93,6 @@ func readMCPCall(t *catalog.Tool, p *mcp.CallToolParamsRaw) (mcpCall, error) {
 	if c.req.Justification, err = metaJustification(p.Meta); err != nil {
 		return mcpCall{}, err
 	}
-	if utf8.RuneCountInString(c.req.Justification) > MaxJustification {
-		return mcpCall{}, problem(problems.MalformedBody, "_meta %q is at most %d characters", MCPMetaReason, MaxJustification)
-	}
 	return c, nil
 }
 
@@ -126,18 +130,22 @@ func splitArguments(raw json.RawMessage) (json.RawMessage, *string, error) {
 	return rest, &key, nil
 }
 
-// callKey returns the operation key of a call: _meta "idemgate/key" or the operation_key
-// argument (both only when they agree). A read without a key gets a new one of its own: a
-// repeated read changes nothing, so it needs no stable name.
+// callKey returns the operation key of a call (SPEC §5a), in order: params.idempotencyKey
+// (which bounded has moved into _meta), _meta "idemgate/key", the operation_key argument. The
+// first two come from the agent's runtime, where a stable key belongs: when one is present, an
+// operation_key the model also filled in is not used, and never makes the call fail. A read
+// without a key gets a new one of its own: a repeated read changes nothing, so it needs no
+// stable name.
 func callKey(t *catalog.Tool, meta mcp.Meta, argKey *string) (string, error) {
-	v, inMeta := meta[MCPMetaKey]
+	v, inMeta := meta[MCPMetaRuntimeKey]
+	if !inMeta {
+		v, inMeta = meta[MCPMetaKey]
+	}
 	metaKey, isString := v.(string)
 	switch {
 	case inMeta && !isString:
-		return "", problem(problems.IdempotencyKeyInvalid, "_meta %q must be a string", MCPMetaKey)
-	case inMeta && argKey != nil && *argKey != metaKey:
-		return "", problem(problems.IdempotencyKeyInvalid, "%s and _meta %q name different keys; send one key", MCPKeyArgument, MCPMetaKey)
-	case argKey != nil:
+		return "", problem(problems.IdempotencyKeyInvalid, "the key (params.idempotencyKey or _meta %q) must be a string", MCPMetaKey)
+	case !inMeta && argKey != nil:
 		metaKey, inMeta = *argKey, true
 	}
 	if !inMeta {

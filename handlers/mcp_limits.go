@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/idemgate/idemgate/models"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,7 +43,23 @@ func (m *MCP) bounded(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("a batch of %d messages: at most %d are taken in one request", n, MCPMaxBatch))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		p := m.prepare(body)
+		if p.refuse != nil {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(p.refuse)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(p.body))
+		r.ContentLength = int64(len(p.body))
+		if listed, ok := p.renamed[r.Header.Get("Mcp-Name")]; ok {
+			r.Header.Set("Mcp-Name", listed)
+		}
+		if p.advertise {
+			cw := &cappedWriter{w: w, limit: MCPMaxAnswer, edit: advertiseIdempotency}
+			m.handler.ServeHTTP(cw, r)
+			cw.finish()
+			return
+		}
 	}
 	cw := &cappedWriter{w: w, limit: MCPMaxAnswer}
 	m.handler.ServeHTTP(cw, r)
@@ -82,6 +97,8 @@ type cappedWriter struct {
 	status int
 	buf    bytes.Buffer
 	over   bool
+	// edit, when set, rewrites a complete answer before it is sent.
+	edit func([]byte) []byte
 }
 
 func (c *cappedWriter) Header() http.Header { return c.w.Header() }
@@ -113,21 +130,25 @@ func (c *cappedWriter) finish() {
 	if c.status == 0 {
 		return
 	}
+	answer := c.buf.Bytes()
+	if c.edit != nil && c.status == http.StatusOK {
+		answer = c.edit(answer)
+		c.w.Header().Del("Content-Length")
+	}
 	c.w.WriteHeader(c.status)
-	_, _ = c.w.Write(c.buf.Bytes())
+	_, _ = c.w.Write(answer)
 }
 
 // limitMethods spends the principal's rate limit on every method but tools/call (which spends
 // it in MCP.call, answering as POST /v1/operations does) and notifications, which have no
 // answer to refuse with.
-func (m *MCP) limitMethods(caller *models.Caller) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" && !strings.HasPrefix(method, "notifications/") && !m.api.Limiter.Allow(caller.PrincipalID) {
-				return nil, &jsonrpc.Error{Code: mcpCodeRateLimited,
-					Message: "rate limited: too many requests for this principal; call again in a moment"}
-			}
-			return next(ctx, method, req)
+func (m *MCP) limitMethods(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		caller := CallerFrom(ctx)
+		if caller != nil && method != "tools/call" && !strings.HasPrefix(method, "notifications/") && !m.api.Limiter.Allow(caller.PrincipalID) {
+			return nil, &jsonrpc.Error{Code: mcpCodeRateLimited,
+				Message: "rate limited: too many requests for this principal; call again in a moment"}
 		}
+		return next(ctx, method, req)
 	}
 }

@@ -1,8 +1,8 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models/fingerprint"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -94,7 +95,10 @@ func TestReadMCPCall(t *testing.T) {
 		{name: "arguments canonical", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, args: ` { "b" : 1.0, "a" : "x" } `, key: "k", params: `{"a":"x","b":1}`},
 		{name: "no arguments", tool: write, meta: mcp.Meta{MCPMetaKey: "k"}, key: "k", params: `{}`},
 		{name: "quotes are part of the key", tool: write, meta: mcp.Meta{MCPMetaKey: `"k"`}, key: `"k"`, params: `{}`},
-		{name: "both, disagreeing", tool: write, meta: mcp.Meta{MCPMetaKey: "a"}, args: `{"operation_key":"b"}`, slug: problems.IdempotencyKeyInvalid},
+		{name: "both, disagreeing: the runtime's key is used", tool: write, meta: mcp.Meta{MCPMetaKey: "a"}, args: `{"operation_key":"b"}`, key: "a", params: `{}`},
+		{name: "params.idempotencyKey first", tool: write, meta: mcp.Meta{MCPMetaRuntimeKey: "run-1:call-7", MCPMetaKey: "a"},
+			args: `{"operation_key":"b","subject":"s"}`, key: "run-1:call-7", params: `{"subject":"s"}`},
+		{name: "params.idempotencyKey not a string", tool: write, meta: mcp.Meta{MCPMetaRuntimeKey: 7.0}, slug: problems.IdempotencyKeyInvalid},
 		{name: "no key on a write", tool: write, args: `{"subject":"s"}`, slug: problems.IdempotencyKeyMissing},
 		{name: "empty key", tool: write, meta: mcp.Meta{MCPMetaKey: ""}, slug: problems.IdempotencyKeyInvalid},
 		{name: "key too long", tool: write, meta: mcp.Meta{MCPMetaKey: strings.Repeat("k", 256)}, slug: problems.IdempotencyKeyInvalid},
@@ -141,25 +145,30 @@ func TestReadMCPCall(t *testing.T) {
 	})
 }
 
-// TestOutputSchema: every $ref of the MCP output schema resolves inside it, and it names the
-// operation and the problem details object of the OpenAPI document.
+// TestOutputSchema: every native tool lists the one compact output schema, in which an
+// operation object and a problem details object are both valid and other objects are not.
 func TestOutputSchema(t *testing.T) {
 	t.Parallel()
-	s := mcpOutputSchema()
-	assert.Equal(t, "object", s["type"])
-	defs := s["$defs"].(map[string]any)
-	assert.Contains(t, defs, "Operation")
-	assert.Contains(t, defs, "Problem")
-	b, err := json.Marshal(s)
+	b, err := json.Marshal(operationOutputSchema)
 	require.NoError(t, err)
-	assert.NotContains(t, string(b), "#/components/", "every $ref points into $defs")
-	for _, m := range refPattern.FindAllStringSubmatch(string(b), -1) {
-		assert.Contains(t, defs, m[1], "$ref %s resolves", m[0])
+	assert.Less(t, len(b), 1024, "small enough to repeat on every tool")
+	c := jsonschema.NewCompiler()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.NoError(t, c.AddResource("out.json", doc))
+	schema, err := c.Compile("out.json")
+	require.NoError(t, err)
+	for _, valid := range []string{`{"id":"op_1","state":"SUCCEEDED","result":{"id":"t1"}}`,
+		`{"type":"https://idemgate.dev/problems/invalid-params","title":"Invalid params","status":400}`} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(valid))
+		require.NoError(t, err)
+		assert.NoError(t, schema.Validate(v), valid)
 	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"ok":true}`))
+	require.NoError(t, err)
+	assert.Error(t, schema.Validate(v))
 	cat := mcpCatalog(t)
 	for _, tl := range cat.Tools() {
-		assert.Equal(t, s, mcpTool(tl).OutputSchema, tl.Name)
+		assert.Equal(t, operationOutputSchema, mcpTool(tl).OutputSchema, tl.Name)
 	}
 }
-
-var refPattern = regexp.MustCompile(`"#/\$defs/([A-Za-z]+)"`)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -20,23 +21,32 @@ const MCPMetaOperation = "idemgate/operation"
 
 // mcpUpstreamTool describes a tool of an MCP server for tools/list: the upstream's
 // inputSchema (as checked by the gateway, so a tools file's params_schema shows) with
-// operation_key, its outputSchema, title and annotations. idempotentHint is true through the
-// gateway: a repeat with the same key has no further effect.
+// operation_key, its outputSchema and title, and annotations that say what the tool does
+// through the gateway (idempotentHint is true: a repeat with the same key has no further
+// effect). The upstream's own annotations are kept in _meta, so a person reading the listing
+// sees what the server itself claims.
 func mcpUpstreamTool(t *catalog.Tool) *mcp.Tool {
-	out := &mcp.Tool{Name: t.Name, Title: t.MCP.Title, Description: t.Description, InputSchema: inputSchema(t)}
+	out := &mcp.Tool{Name: t.FunctionName(), Title: cmp.Or(t.MCP.Title, t.Name), Description: t.Description, InputSchema: inputSchema(t)}
 	if t.MCP.OutputSchema != nil {
 		out.OutputSchema = t.MCP.OutputSchema
 	}
-	ann := &mcp.ToolAnnotations{}
+	var upstream *mcp.ToolAnnotations
 	if t.MCP.Annotations != nil {
+		upstream = &mcp.ToolAnnotations{}
 		if b, err := json.Marshal(t.MCP.Annotations); err == nil {
-			_ = json.Unmarshal(b, ann) // a hint of the wrong type is the upstream's mistake: dropped
+			_ = json.Unmarshal(b, upstream) // a hint of the wrong type is the upstream's mistake: dropped
 		}
 	}
-	ann.IdempotentHint = true
-	out.Annotations = ann
+	out.Annotations = annotations(t, upstream)
+	out.Meta = toolMeta(t)
+	if t.MCP.Annotations != nil {
+		out.Meta[MCPMetaUpstreamAnnotations] = t.MCP.Annotations
+	}
 	return out
 }
+
+// MCPMetaUpstreamAnnotations holds an upstream tool's annotations as its server listed them.
+const MCPMetaUpstreamAnnotations = "idemgate/upstream_annotations"
 
 // operationMeta is the _meta of a result about op.
 func operationMeta(res jobs.SubmitResult) mcp.Meta {

@@ -5,6 +5,8 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -207,14 +209,21 @@ type Catalog struct {
 	byWire      map[string]*Tool // keyed by the "__" spelling, which is unique per tool
 }
 
-// FunctionName is the tool's name with each "." written "__", the spelling required by formats
-// that forbid dots in names (OpenAI, Anthropic).
+// FunctionName is the tool's name as every model provider takes it (^[a-zA-Z0-9_-]{1,64}$):
+// each "." written "__", and a name still longer than 64 characters shortened to its first 55,
+// "_" and 8 hex digits of the SHA-256 of the whole (SPEC §5a). OpenAI's and Anthropic's
+// formats and idemgate's own /mcp list tools under it.
 func (t *Tool) FunctionName() string {
 	return wireName(t.Name)
 }
 
 func wireName(name string) string {
-	return strings.ReplaceAll(name, ".", "__")
+	w := strings.ReplaceAll(name, ".", "__")
+	if len(w) <= MaxFunctionNameLen {
+		return w
+	}
+	sum := sha256.Sum256([]byte(w))
+	return w[:55] + "_" + hex.EncodeToString(sum[:4])
 }
 
 // Get returns the tool named name, which may be spelled with dots ("tickets.create") or with

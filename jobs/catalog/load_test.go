@@ -123,7 +123,6 @@ func TestLoadRejectsInvalidFields(t *testing.T) {
 		{"operation_key required", "params_schema.required", []any{"subject", "operation_key"}, tool + `params_schema.required: "operation_key" is reserved`},
 		{"sensitive param in the url path", "http.url", "http://127.0.0.1:9100/cards/{{.Params.card_number}}/refund", tool + `http.url: {{.Params.card_number}} would put the sensitive param /card_number into the URL; send it in the body instead`},
 		{"sensitive param in the reconcile query", "reconcile.url", "http://127.0.0.1:9100/tickets?card={{.Params.card_number}}", tool + `reconcile.url: {{.Params.card_number}} would put the sensitive param /card_number into the URL`},
-		{"name too long once dots are doubled", "name", strings.Repeat("a.", 30) + "abcd", `tools file: tool "` + strings.Repeat("a.", 30) + `abcd": name: "` + strings.Repeat("a.", 30) + `abcd" is 94 characters once each "." is written "__"`},
 		{"sensitive bad escape", "sensitive_params", []any{"card_number", "/a~2b"}, tool + `sensitive_params[1]: invalid JSON pointer "/a~2b"`},
 		{"sensitive empty", "sensitive_params", []any{""}, tool + `sensitive_params[0]: empty entry`},
 		{"http missing", "http", nil, tool + `http: required`},

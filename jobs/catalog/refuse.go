@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// MaxFunctionNameLen is the longest name OpenAI and Anthropic take for a tool, once each "."
-// is written "__" (FunctionName).
+// MaxFunctionNameLen is the longest name OpenAI and Anthropic take for a tool (FunctionName
+// shortens a longer one).
 const MaxFunctionNameLen = 64
 
 // ReservedParam is the argument MCP's tools/call adds to every tool's input for the operation
@@ -16,14 +16,8 @@ const ReservedParam = "operation_key"
 
 // checkServable refuses what would make a valid tool unsafe or unusable once served: a
 // sensitive param that a URL would carry (URLs end up in logs, traces and error messages, where
-// masking by value cannot reach every spelling), a param named like the argument MCP adds, and
-// a name the providers' formats cannot carry. The tools file has no header templates, so the
-// URLs are the only place a param could reach a request line or header.
+// masking by value cannot reach every spelling), and a param named like the argument MCP adds.
 func checkServable(t *Tool, ec *collector) {
-	if t.Name != "" && len(t.FunctionName()) > MaxFunctionNameLen {
-		ec.addf("name", "%q is %d characters once each \".\" is written \"__\" (%s), more than the %d OpenAI and Anthropic allow",
-			t.Name, len(t.FunctionName()), t.FunctionName(), MaxFunctionNameLen)
-	}
 	if props, ok := t.ParamsSchemaRaw["properties"].(map[string]any); ok {
 		if _, clash := props[ReservedParam]; clash {
 			ec.addf("params_schema.properties."+ReservedParam, "%q is reserved: MCP clients pass the operation key in it", ReservedParam)
