@@ -25,15 +25,19 @@ test("MCP: list, call, replay by operation_key, a read without a key", async (t)
 
   const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
   const tools = (await client.listTools()).tools.sort(byName); // the order of a list means nothing
+  // Listed under names every model provider takes; each tool's own name is its title.
   assert.deepEqual(tools.map((tl) => tl.name),
+    ["email__send", "payments__payout", "refunds__issue", "tickets__close", "tickets__create", "tickets__get"]);
+  assert.deepEqual(tools.map((tl) => tl.title),
     ["email.send", "payments.payout", "refunds.issue", "tickets.close", "tickets.create", "tickets.get"]);
   const rest = (await getJSON("/v1/tools?format=mcp")) as { tools: { name: string }[] };
   assert.deepEqual(rest.tools.sort(byName), tools, "GET /v1/tools?format=mcp says what tools/list says");
   for (const tl of tools) {
     assert.ok(tl.outputSchema, `${tl.name} has an outputSchema`);
     assert.ok("operation_key" in (tl.inputSchema.properties ?? {}), `${tl.name} takes operation_key`);
-    assert.equal(tl.inputSchema.required?.includes("operation_key"), tl.name !== "tickets.get", tl.name);
-    assert.equal(tl.annotations?.readOnlyHint, tl.name === "tickets.get", tl.name);
+    assert.match(tl.name, /^[a-zA-Z0-9_-]{1,64}$/);
+    assert.equal(tl.inputSchema.required?.includes("operation_key"), tl.title !== "tickets.get", tl.name);
+    assert.equal(tl.annotations?.readOnlyHint, tl.title === "tickets.get", tl.name);
   }
 
   const key = newKey("mcp-create");
