@@ -446,3 +446,29 @@ func shellWords(t *testing.T, cmd string, vars map[string]string) []string {
 	require.NotEmpty(t, words, cmd)
 	return words
 }
+
+// The demo's tools that take a ticket id accept the stamped ids the demo's sandbox gives, so a
+// ticket the demo made can be read and closed (its compensation).
+func TestDemoTicketIDsAreAccepted(t *testing.T) {
+	s := startServe(t, testdb.DSN(t, models.SQLite))
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
+	post := func(key, body string) operationView {
+		req, err := http.NewRequest(http.MethodPost, s.url+"/v1/operations", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+s.apiKey)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Less(t, resp.StatusCode, 300, string(b))
+		return decodeOp(t, b)
+	}
+	made := post("t-1:create", `{"tool":"tickets.create","params":{"subject":"stamped"}}`)
+	require.Equal(t, "SUCCEEDED", made.State)
+	require.Regexp(t, `^T-[0-9a-z]+-1001$`, made.DownstreamRef, "a stamped id")
+	closed := post("t-1:close", `{"tool":"tickets.close","params":{"ticket_id":"`+made.DownstreamRef+`","reason":"done"}}`)
+	assert.Equal(t, "SUCCEEDED", closed.State)
+	s.stop(t)
+}
