@@ -14,7 +14,7 @@ import (
 // together, and its webhook announcements, written only when a live subscription may want
 // them. A new operation's transactions each append two events and announce one change; writing
 // them as they came cost a round trip per event and one for the subscriptions, where the
-// database's floor (../shared/perf/floor) pays one INSERT for the events and nothing else.
+// database's floor (the minimal SQL of docs/PERFORMANCE.md) pays one INSERT for the events and nothing else.
 // Nothing reads an event back within the transaction that appends it.
 type pending struct {
 	events []Event

@@ -3,13 +3,16 @@
 # process (gateway, in-process downstream and load generator: idembench's cpu_per_request) and
 # on the whole machine (busy CPU seconds from /proc/stat before and after each run, so run it
 # with nothing else on the machine), beside the bare HTTP ceiling (baseline: the load generator
-# against an instant handler) and the SPEC floor's own cost per operation (pgbench).
+# against an instant handler) and the database floor's own cost per operation (pgbench).
 #
-#   cmd/idembench/bound.sh [postgres-url]     FLOOR (../shared/perf/floor), SECONDS_PER_RUN (10)
+#   cmd/idembench/bound.sh [postgres-url]     FLOOR (required: the floor scripts' directory), SECONDS_PER_RUN (10)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-FLOOR=${FLOOR:-../shared/perf/floor}
+if [ -z "${FLOOR:-}" ] || [ ! -f "$FLOOR/new_op_spec.sql" ]; then
+  echo "set FLOOR to the directory of the floor's SQL scripts (new_op_spec.sql, replay.sql, preload.sql, schema)" >&2
+  exit 2
+fi
 T=${SECONDS_PER_RUN:-10}
 STAMP=$(date +%s)
 OUT=$(mktemp -d)

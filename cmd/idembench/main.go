@@ -11,7 +11,7 @@
 // was empty with a fresh process's (plan.go).
 //
 // --floor sqlite runs no gateway: it measures the database floor on SQLite (sqlitefloor.go),
-// the statements of ../shared/perf/floor through the driver the ledger uses, for the
+// the floor's statements (new_op_spec.sql, replay.sql) through the driver the ledger uses, for the
 // scenarios new and replay.
 // --cpuprofile and --memprofile write pprof profiles of the measured scenarios (the
 // in-process gateway and the load it is under, so read the handler's share with -focus).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Measures idemgate against the database floor of ../shared/perf/floor (the SPEC floor: a new
-# operation and a replay written minimally, on a minimal schema) on the same PostgreSQL, in the
+# Measures idemgate against a database floor (a new operation and a replay written minimally,
+# on a minimal schema: SQL scripts kept outside this repository, named by FLOOR) on the same PostgreSQL, in the
 # same run, and prints every ratio of issue 16 with its round-by-round spread:
 #
 #   - new operations:  idembench `new` (16 in flight)         ÷ pgbench new_op_spec.sql
@@ -20,8 +20,7 @@
 #
 #   cmd/idembench/run.sh [postgres-url]
 #     ROUNDS (3), CONCURRENCY (16), SECONDS_PER_RUN (10), SQLITE_ROWS (20000: preloaded for the
-#     SQLite replays, floor and gateway alike), FLOOR (../shared/perf/floor, from the repository
-#     root), BEFORE (an earlier commit's idembench binary: its PostgreSQL figures are taken in
+#     SQLite replays, floor and gateway alike), FLOOR (required: the floor scripts' directory), BEFORE (an earlier commit's idembench binary: its PostgreSQL figures are taken in
 #     the same rounds, on a database of its own, and printed as "before")
 #
 # Each round runs floor and gateway back to back, so a ratio compares runs seconds apart: on a
@@ -30,7 +29,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 URL=${1:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-FLOOR=${FLOOR:-../shared/perf/floor}
+if [ -z "${FLOOR:-}" ] || [ ! -f "$FLOOR/new_op_spec.sql" ]; then
+  echo "set FLOOR to the directory of the floor's SQL scripts (new_op_spec.sql, replay.sql, preload.sql, schema)" >&2
+  exit 2
+fi
 ROUNDS=${ROUNDS:-3}
 C=${CONCURRENCY:-16}
 T=${SECONDS_PER_RUN:-10}
@@ -115,7 +117,7 @@ def line(what, ratios, target, better="higher"):
     print(f"  => {what}: median {med:.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)}; "
           f"spread {min(ratios):.2f}–{max(ratios):.2f}); target {'≥' if better == 'higher' else '≤'} {target}: {verdict}")
 
-print(f"PostgreSQL, {c} in flight, {t} s per run, {rounds} rounds; floor = ../shared/perf/floor, pgbench -M prepared\n")
+print(f"PostgreSQL, {c} in flight, {t} s per run, {rounds} rounds; floor = {os.environ['FLOOR']}, pgbench -M prepared\n")
 print(f"{'round':>5} {'idemgate/s':>10} {'p50':>9} {'CPU/req':>8} {'floor/s':>8} {'ratio':>6}")
 for scenario, gw_name, floor_file, target in (
         ("new operations", "new operations", "floor-new", 0.6),

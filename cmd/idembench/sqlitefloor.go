@@ -15,7 +15,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// The SQLite floor: ../shared/perf/floor's minimal schema and statements (new_op_spec.sql,
+// The SQLite floor: the database floor's minimal schema and statements (new_op_spec.sql,
 // replay.sql), spelled for SQLite, run through the driver the ledger uses (glebarez/sqlite's
 // database/sql driver) on a file opened as the ledger opens its own (models.SQLitePragmas: WAL,
 // synchronous NORMAL), with the ledger's arrangement of connections: one writer that every

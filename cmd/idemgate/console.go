@@ -22,23 +22,40 @@ func (env *environment) sessionKey() (string, error) {
 	return key, nil
 }
 
-// The demo's reviewer login (serve --demo).
+// The demo's console logins (serve --demo): one per role, limited to the demo tenant, sharing
+// one password. The setting keeps its first name, so a demo database made by an earlier
+// release keeps its password.
 const (
 	demoReviewerEmail   = "reviewer@demo.local"
+	demoAuditorEmail    = "auditor@demo.local"
+	demoAdminEmail      = "admin@demo.local"
 	demoPasswordSetting = "demo.reviewer_password"
 )
 
-// demoReviewer makes sure the demo reviewer exists and returns its password. Like the demo API
+// demoLogins lists the demo's users with what each role opens in the console.
+var demoLogins = []struct {
+	email string
+	role  models.Role
+	opens string
+}{
+	{demoReviewerEmail, models.RoleReviewer, "/reviews: decide what the gateway could not"},
+	{demoAuditorEmail, models.RoleAuditor, "/audit and /exports: the audit log, signed exports"},
+	{demoAdminEmail, models.RoleAdmin, "/admin: users, API keys, webhooks"},
+}
+
+// demoUsers makes sure the demo's users exist and returns their password. Like the demo API
 // key, the password is kept in clear only because --demo asked for a playground, so that a
 // restarted demo can print it again.
-func (env *environment) demoReviewer(ctx context.Context, l *models.Ledger) (string, error) {
+func (env *environment) demoUsers(ctx context.Context, l *models.Ledger) (string, error) {
 	password, err := l.EnsureSetting(ctx, demoPasswordSetting, randomHex(12))
 	if err != nil {
 		return "", err
 	}
-	_, err = l.CreateUser(ctx, models.AllTenants(), cli, models.NewUser{Email: demoReviewerEmail, Password: password, Role: models.RoleReviewer, Tenants: []string{"demo"}})
-	if err != nil && models.ErrorCode(err) != models.CodeConflict {
-		return "", err
+	for _, u := range demoLogins {
+		_, err = l.CreateUser(ctx, models.AllTenants(), cli, models.NewUser{Email: u.email, Password: password, Role: u.role, Tenants: []string{"demo"}})
+		if err != nil && models.ErrorCode(err) != models.CodeConflict {
+			return "", err
+		}
 	}
 	return password, nil
 }

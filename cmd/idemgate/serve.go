@@ -169,7 +169,8 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			return err
 		}
 		if f.demo {
-			cfg.HTTP.Sandbox = sandbox.New()
+			// Stamped ids: the sandbox forgets its refunds at a restart, the ledger does not.
+			cfg.HTTP.Sandbox = sandbox.New(sandbox.StampedIDs(time.Now()))
 		}
 	}
 	gw, err := app.New(ctx, cfg)
@@ -242,16 +243,20 @@ func (env *environment) setUpDemo(ctx context.Context, l *models.Ledger, baseURL
 			return err
 		}
 	}
-	password, err := env.demoReviewer(ctx, l)
+	password, err := env.demoUsers(ctx, l)
 	if err != nil {
 		return err
+	}
+	var logins strings.Builder
+	for _, u := range demoLogins {
+		fmt.Fprintf(&logins, "    %-21s %s\n", u.email, u.opens)
 	}
 	fmt.Fprintf(env.stdout, `
 Demo tenant "demo" is ready.
   API key:  %[2]s
   Sandbox:  %[1]s/sandbox/   (the downstream the demo tools call; inject faults there)
-  Console:  %[1]s/login   as %[3]s with password %[4]s
-
+  Console:  %[1]s/login   with password %[4]s as one of
+%[3]s
 Try a refund (run it twice: the second answer is a replay, and the sandbox counts one refund):
   curl -s %[1]s/v1/operations \
     -H 'Authorization: Bearer %[2]s' \
@@ -259,7 +264,7 @@ Try a refund (run it twice: the second answer is a replay, and the sandbox count
     -H 'Content-Type: application/json' \
     -d '{"tool":"refunds.issue","params":{"order_id":"1042","amount_cents":1999,"currency":"EUR"}}'
 
-`, baseURL, secret, demoReviewerEmail, password)
+`, baseURL, secret, logins.String(), password)
 	return nil
 }
 

@@ -33,8 +33,8 @@ func document() obj {
 			"version", "1.0.0",
 			"summary", "Run agents' state-changing tool calls at most once per operation key.",
 			"description", description,
-			// The project has chosen no licence yet; the identifier says so rather than guess one.
-			"license", o("name", "Proprietary: all rights reserved", "identifier", "LicenseRef-idemgate-proprietary"),
+			// The LICENSE file at the repository's root.
+			"license", o("name", "Apache License 2.0", "identifier", "Apache-2.0"),
 		),
 		"servers", list(o("url", "/", "description", "The gateway that serves this document at /openapi.json.")),
 		"tags", list(

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -40,7 +39,7 @@ func (s *Sandbox) createEmail(c call) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := &email{
-		ID:        "E-" + strconv.Itoa(s.nextEmail),
+		ID:        s.newID("E", s.nextEmail),
 		Status:    "queued",
 		To:        *in.To,
 		Subject:   *in.Subject,

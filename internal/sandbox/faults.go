@@ -306,9 +306,22 @@ func (s *Sandbox) faultsJSON() []faultJSON {
 	return out
 }
 
-// putFaults answers PUT or POST /_faults, which queue one fault object or an array of them.
-// Either all of them are queued or, on any invalid one, none.
+// putFaults answers PUT /_faults: the faults given (one object or an array) replace every
+// queued fault, as a PUT replaces what its URL names, so running the same command twice
+// leaves the same faults queued. Requests held by hang faults are released, as by DELETE.
 func (s *Sandbox) putFaults(w http.ResponseWriter, _ *http.Request, body []byte) {
+	s.queueFaults(w, body, true)
+}
+
+// postFaults answers POST /_faults: the faults given are queued behind those already queued.
+func (s *Sandbox) postFaults(w http.ResponseWriter, _ *http.Request, body []byte) {
+	s.queueFaults(w, body, false)
+}
+
+// queueFaults reads one fault object or an array of them and queues them, after clearing the
+// queue when replace is set. Either all of them are queued or, on any invalid one, none, and
+// nothing is cleared.
+func (s *Sandbox) queueFaults(w http.ResponseWriter, body []byte, replace bool) {
 	var in []faultJSON
 	var err error
 	if strings.HasPrefix(strings.TrimSpace(string(body)), "[") {
@@ -331,6 +344,9 @@ func (s *Sandbox) putFaults(w http.ResponseWriter, _ *http.Request, body []byte)
 			writeError(w, http.StatusBadRequest, "invalid fault: "+err.Error())
 			return
 		}
+	}
+	if replace {
+		s.clearFaults()
 	}
 	for _, f := range faults {
 		_ = s.addFault(f) // already validated

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -360,4 +361,85 @@ func TestAddFaultPanicsOnInvalid(t *testing.T) {
 		}
 	}()
 	sandbox.New().AddFault(sandbox.Fault{Mode: "explode"})
+}
+
+// PUT /_faults replaces what is queued, so running a command twice leaves the same faults;
+// POST queues behind them. An invalid PUT clears nothing.
+func TestPutFaultsReplaces(t *testing.T) {
+	sb, c := start(t)
+	put := `{"mode":"drop_after_commit","path":"/refunds","method":"POST","count":1}`
+	for range 2 {
+		resp, b := c.must("PUT", "/_faults", put)
+		wantStatus(t, resp, b, 201)
+	}
+	want := []sandbox.Fault{{Mode: "drop_after_commit", Path: "/refunds", Method: "POST", Count: 1}}
+	if got := sb.Faults(); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("after two PUTs: %+v, want %+v", got, want)
+	}
+	resp, b := c.must("POST", "/_faults", `{"mode":"error","path":"/tickets"}`)
+	wantStatus(t, resp, b, 201)
+	if n := len(sb.Faults()); n != 2 {
+		t.Fatalf("POST queued behind: %d faults, want 2", n)
+	}
+	resp, b = c.must("PUT", "/_faults", `{"mode":"nope"}`)
+	wantStatus(t, resp, b, 400)
+	if n := len(sb.Faults()); n != 2 {
+		t.Fatalf("an invalid PUT changed the queue: %d faults, want 2", n)
+	}
+	resp, b = c.must("PUT", "/_faults", `[]`)
+	wantStatus(t, resp, b, 201)
+	if n := len(sb.Faults()); n != 0 {
+		t.Fatalf("PUT [] leaves %d faults, want none", n)
+	}
+}
+
+// A fault with a method leaves the other methods alone: the look-up the gateway makes before
+// each refund (GET) does not use up a fault meant for the refund itself (POST).
+func TestFaultMethodSparesLookups(t *testing.T) {
+	sb, c := start(t)
+	c.must("PUT", "/_faults", `{"mode":"drop_after_commit","path":"/refunds","method":"POST","count":1}`)
+	resp, b := c.must("GET", "/refunds?reference=dk_1", "")
+	wantStatus(t, resp, b, 404)
+	if _, _, err := c.with(fresh(5*time.Second)).do("POST", "/refunds", refundBody, "X-Idemgate-Downstream-Key", "dk_1"); err == nil {
+		t.Fatal("the refund was answered; want its answer dropped")
+	}
+	wantCommitted(t, sb, "refunds", 1)
+}
+
+// Stamped ids never repeat across sandboxes started at different moments, and a stamped
+// ticket is still found by its id.
+func TestStampedIDs(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	a, b := sandbox.New(sandbox.StampedIDs(at)), sandbox.New(sandbox.StampedIDs(at.Add(time.Second)))
+	ids := map[string]bool{}
+	for _, sb := range []*sandbox.Sandbox{a, b} {
+		srv := httptest.NewServer(sb)
+		t.Cleanup(srv.Close)
+		for _, p := range []struct{ path, body string }{{"/refunds", refundBody}, {"/tickets", `{"subject":"s"}`}, {"/emails", `{"to":"a@b.c","subject":"s","body":"b"}`}} {
+			resp, err := http.Post(srv.URL+p.path, "application/json", strings.NewReader(p.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct{ ID string }
+			err = json.NewDecoder(resp.Body).Decode(&got)
+			resp.Body.Close()
+			if err != nil || got.ID == "" || ids[got.ID] {
+				t.Fatalf("POST %s: id %q (%v); seen %v", p.path, got.ID, err, ids)
+			}
+			ids[got.ID] = true
+			if p.path == "/tickets" {
+				r, err := http.Get(srv.URL + "/tickets/" + got.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Body.Close()
+				if r.StatusCode != 200 {
+					t.Errorf("GET /tickets/%s: %d", got.ID, r.StatusCode)
+				}
+			}
+		}
+	}
+	if !ids["R-"+strconv.FormatInt(at.UnixMilli(), 36)+"-5001"] {
+		t.Errorf("ids %v: want R-<start in base 36>-5001", ids)
+	}
 }

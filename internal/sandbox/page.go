@@ -22,8 +22,12 @@ Resources (faults apply to these):
 
 Control:
   PUT    /_faults  {"mode", "path"?, "method"?, "count"?, "delay"?, "retry_after"?}
-                   (an array queues several; the first matching fault applies;
-                    count 0 = until cleared)
+                   replaces every queued fault with this one (or an array of them);
+                   the first queued fault that matches a request applies to it;
+                   count 0 = until cleared; no method = every method, so a fault on
+                   POST /refunds needs "method":"POST" (the gateway looks refunds up
+                   with GET /refunds?reference=... before it sends one)
+  POST   /_faults  the same body, queued behind the faults already queued
   GET    /_faults  list active faults      DELETE /_faults  clear them all
   GET    /_stats   committed counts        GET /_help       this text
 
@@ -38,8 +42,8 @@ Fault modes:
   hang_after_commit   commit, then hold like hang
   reject              answer 422, commit nothing
 
-Example, through the gateway:
-  curl -X PUT <gateway>/sandbox/_faults -d '{"mode":"drop_after_commit","path":"/refunds","count":1}'
+Example, through the gateway: the next refund is committed and its answer lost
+  curl -X PUT <gateway>/sandbox/_faults -d '{"mode":"drop_after_commit","path":"/refunds","method":"POST","count":1}'
 `
 
 // pageLimit bounds each table on the page; the JSON lists carry everything.

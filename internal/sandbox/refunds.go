@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -46,7 +45,7 @@ func (s *Sandbox) createRefund(c call) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &refund{
-		ID:          "R-" + strconv.Itoa(s.nextRefund),
+		ID:          s.newID("R", s.nextRefund),
 		Status:      "issued",
 		OrderID:     *in.OrderID,
 		AmountCents: *in.AmountCents,

@@ -36,7 +36,7 @@ func (s *Sandbox) route(method, p string) routed {
 		hs = handlers{
 			"GET":    {control: s.listFaults},
 			"PUT":    {control: s.putFaults},
-			"POST":   {control: s.putFaults},
+			"POST":   {control: s.postFaults},
 			"DELETE": {control: s.deleteFaults},
 		}
 	case p == "/tickets":

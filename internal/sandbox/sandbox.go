@@ -15,6 +15,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,9 @@ type Sandbox struct {
 	emails     []*email
 
 	nextTicket, nextRefund, nextEmail int
+	// idStamp is written between a resource's letter and its number ("R-" + idStamp + "5001");
+	// "" unless StampedIDs says.
+	idStamp string
 	// recorded bounds the request log (maxRecorded unless RecordRequests says).
 	recorded int
 }
@@ -83,6 +87,19 @@ func WithTimer(after func(d time.Duration) <-chan time.Time) Option {
 // run sends several requests per operation) must see all of them.
 func RecordRequests(n int) Option {
 	return func(s *Sandbox) { s.recorded = max(n, 1) }
+}
+
+// StampedIDs writes the moment the sandbox started into every id it gives (R-mij0b7s0-5001
+// rather than R-5001), in base 36 milliseconds. A sandbox keeps what it committed in memory only,
+// while the ledger of the gateway in front of it outlives a restart: without the stamp, a
+// restarted demo would give its first refund the id of a refund the ledger already records.
+func StampedIDs(started time.Time) Option {
+	return func(s *Sandbox) { s.idStamp = strconv.FormatInt(started.UnixMilli(), 36) + "-" }
+}
+
+// newID is a resource's id: its letter, the stamp and its number. The caller holds s.mu.
+func (s *Sandbox) newID(letter string, n int) string {
+	return letter + "-" + s.idStamp + strconv.Itoa(n)
 }
 
 // New returns an empty sandbox with no faults.

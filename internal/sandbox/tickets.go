@@ -66,7 +66,7 @@ func (s *Sandbox) createTicket(c call) reply {
 		}
 	}
 	t := &ticket{
-		ID:        "T-" + strconv.Itoa(s.nextTicket),
+		ID:        s.newID("T", s.nextTicket),
 		Status:    "open",
 		Subject:   *in.Subject,
 		Body:      in.Body,
@@ -129,9 +129,10 @@ func (s *Sandbox) closeTicket(c call) reply {
 }
 
 func (s *Sandbox) ticketLocked(id string) *ticket {
-	// IDs are sequential from T-1001, so the index is computed rather than searched.
-	n, err := strconv.Atoi(strings.TrimPrefix(id, "T-"))
-	if err != nil || id != "T-"+strconv.Itoa(n) || n < 1001 || n-1001 >= len(s.tickets) {
+	// IDs are sequential from T-1001 (after the stamp, if any), so the index is computed
+	// rather than searched.
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "T-"+s.idStamp))
+	if err != nil || id != s.newID("T", n) || n < 1001 || n-1001 >= len(s.tickets) {
 		return nil
 	}
 	return s.tickets[n-1001]

@@ -1,4 +1,4 @@
--- Our own SQL's floor (not the SPEC floor, which is ../shared/perf/floor/new_op_spec.sql): the
+-- Our own SQL's floor (not the database floor's new_op_spec.sql): the
 -- statements one new operation through the API sends, read off models (the key look-up, Submit
 -- with claim, FinishAttempt) and checked against what models/txcount_test.go records at the
 -- driver, as pgbench would issue them. Each transaction ends with one statement that writes its
