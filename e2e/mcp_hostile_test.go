@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/internal/mcptest"
+	"github.com/idemgate/idemgate/internal/toolsimport"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
@@ -264,4 +265,26 @@ func running(pid int) bool {
 	// The state follows the command name in parentheses: "123 (sleep) S …".
 	i := strings.LastIndexByte(string(stat), ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// TestToolsImportLeavesNoProcessBehind: tools import --mcp-command starts the server, lists its
+// tools and stops it with everything it started, promptly.
+func TestToolsImportLeavesNoProcessBehind(t *testing.T) {
+	t.Parallel()
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	cmd := []string{"sh", "-c", "sleep 300 & echo $! > " + pidFile + "; IDEMGATE_MCPTEST_STATE=" + dir + " exec " + bin + " -test.run=^$"}
+	start := time.Now()
+	f, err := toolsimport.MCP(t.Context(), toolsimport.MCPOptions{Command: cmd, Name: "pay"})
+	require.NoError(t, err)
+	took := time.Since(start)
+	require.NotEmpty(t, f.Servers[0].Tools)
+	raw, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	gatewaytest.Eventually(t, 5*time.Second, "the server's child to stop", func() bool { return !running(pid) })
+	t.Logf("imported %d tools and stopped the server's process group in %s", len(f.Servers[0].Tools), took.Round(time.Millisecond))
 }

@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,7 +41,12 @@ func MCP(ctx context.Context, opts MCPOptions) (*File, error) {
 		// What the server says on stderr is kept, to explain a server that fails to start.
 		stderr = &tailBuffer{max: 2048}
 		cmd.Stderr = stderr
-		transport = &mcp.CommandTransport{Command: cmd}
+		// Once the server has exited, what it started may still hold its standard error open;
+		// the group is stopped right after, so there is nothing to wait for.
+		cmd.WaitDelay = 100 * time.Millisecond
+		// Its own process group, stopped whole once the tools are listed: npx's node, and
+		// whatever it starts, must not outlive the import.
+		transport = mcpclient.CommandTransport(cmd, time.Second)
 	} else {
 		// Only tools/list is sent: no stream for the server's own messages is needed.
 		transport = &mcp.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: opts.HTTPClient, DisableStandaloneSSE: true}

@@ -55,6 +55,16 @@ type childTransport struct {
 
 var _ mcp.Transport = (*childTransport)(nil)
 
+// CommandTransport runs cmd as a stdio MCP server the way the pool does: in a process group
+// of its own, stopped whole when the session closes (its input closed, then SIGTERM and SIGKILL
+// to the group, terminate apart), its lines read up to MaxListingBytes. For a one-off session,
+// such as tools import's.
+func CommandTransport(cmd *exec.Cmd, terminate time.Duration) mcp.Transport {
+	l := &link{}
+	l.limit.Store(MaxListingBytes)
+	return &childTransport{cmd: cmd, link: l, terminate: terminate}
+}
+
 func (t *childTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	t.cmd.Cancel = func() error { return killGroup(t.cmd, syscall.SIGKILL) }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -44,6 +45,7 @@ type Pool struct {
 
 	mu      sync.Mutex
 	servers map[*catalog.MCPServer]*server
+	closing atomic.Bool // Close has begun: a session that ends is not started again
 }
 
 // New returns a pool that starts servers as they are first listed. Close stops them.
@@ -66,12 +68,18 @@ func New(cfg Config) *Pool {
 
 // Close ends every session and stops every child process.
 func (p *Pool) Close() {
-	p.cancel()
+	// Each session is closed as MCP's stdio transport says (its input closed, a grace, then
+	// signals to its process group), all at once; only then is the rest cancelled. Cancelling
+	// first would kill every child outright, before it could save what it holds.
+	p.closing.Store(true)
 	p.mu.Lock()
+	var closing sync.WaitGroup
 	for _, s := range p.servers {
-		s.closeSession()
+		closing.Go(s.closeSession)
 	}
 	p.mu.Unlock()
+	closing.Wait()
+	p.cancel()
 	p.wg.Wait()
 }
 
@@ -191,7 +199,7 @@ func (p *Pool) supervise(s *server) {
 			s.mu.Lock()
 			s.session, s.link, s.lastErr = nil, nil, fmt.Errorf("the session ended: %s", why)
 			s.mu.Unlock()
-			if p.ctx.Err() != nil {
+			if p.ctx.Err() != nil || p.closing.Load() {
 				return
 			}
 			s.log.Warn("mcp server session ended; reconnecting", "server", s.spec.Describe(), "err", why)
@@ -281,7 +289,9 @@ func (p *Pool) command(s *server) (*exec.Cmd, error) {
 	s.envSecrets = secrets
 	s.mu.Unlock()
 	cmd.Stderr = newStderrLog(s.log, s.scrub)
-	cmd.WaitDelay = 2 * time.Second
+	// Once the server has exited, its own children may still hold its standard error open:
+	// the group is stopped right after, so there is little to wait for.
+	cmd.WaitDelay = 250 * time.Millisecond
 	return cmd, nil
 }
 
