@@ -128,7 +128,7 @@ func TestMCPListingAndErrors(t *testing.T) {
 		assert.Equal(t, true, payout["annotations"].(map[string]any)["destructiveHint"])
 		assert.NotContains(t, byTitle["tickets.create"]["_meta"], "idemgate/requires_approval")
 
-		for _, method := range []string{"prompts/list", "resources/list", "tasks/get", "no/such"} {
+		for _, method := range []string{"prompts/list", "resources/list", "tasks/list", "no/such"} {
 			for _, v := range []string{"2025-06-18", "2025-11-25"} {
 				h["MCP-Protocol-Version"] = v
 				m := rpc(`{"jsonrpc":"2.0","id":9,"method":"` + method + `","params":{}}`)
@@ -137,5 +137,8 @@ func TestMCPListingAndErrors(t *testing.T) {
 				assert.EqualValues(t, 9, m["id"])
 			}
 		}
+		h["MCP-Protocol-Version"] = "2025-06-18" // before tasks
+		m := rpc(`{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"op_1"}}`)
+		assert.EqualValues(t, -32601, m["error"].(map[string]any)["code"])
 	})
 }

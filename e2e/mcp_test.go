@@ -197,9 +197,10 @@ func TestMCPToolsCall(t *testing.T) {
 	})
 }
 
-// TestMCPUnknownOutcomeIsNotAnError: an outcome idemgate cannot confirm is reported as such,
-// not as an error that would invite a retry under a new key; calling again changes nothing.
-func TestMCPUnknownOutcomeIsNotAnError(t *testing.T) {
+// TestMCPUnknownOutcomeAsksForTheSameKey: an outcome idemgate cannot confirm is an error result
+// (as every tool's not-final outcome is) that says so and asks to call again with the same key,
+// never a new one; calling again changes nothing.
+func TestMCPUnknownOutcomeAsksForTheSameKey(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		g := gatewaytest.Start(t, d)
@@ -208,14 +209,15 @@ func TestMCPUnknownOutcomeIsNotAnError(t *testing.T) {
 		args := map[string]any{"to": "a@example.com", "subject": "Your refund", "body": "It is on its way."}
 
 		res := callTool(t, s, "email.send", "wf-9:email", args)
-		assert.False(t, res.IsError, "UNKNOWN is not an error result: %s", resultText(res))
+		assert.True(t, res.IsError, "not final: an error result, as an upstream tool's: %s", resultText(res))
 		op := structured(t, res)
 		assert.Equal(t, "UNKNOWN", op["state"])
 		assert.Equal(t, "operation-uncertain", res.Meta["idemgate/problem"])
 		assert.Contains(t, resultText(res), "Do not retry with a new operation_key")
 
 		again := callTool(t, s, "email.send", "wf-9:email", args)
-		assert.False(t, again.IsError, resultText(again))
+		assert.True(t, again.IsError, resultText(again))
+		assert.Equal(t, "operation-uncertain", again.Meta["idemgate/problem"])
 		assert.Equal(t, op["id"], structured(t, again)["id"])
 		assert.Equal(t, "UNKNOWN", structured(t, again)["state"])
 		assert.Equal(t, 1, g.Sandbox.Committed("emails"), "the email went out once and was not sent again")

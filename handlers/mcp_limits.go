@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/idemgate/idemgate/handlers/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,7 +44,10 @@ func (m *MCP) bounded(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("a batch of %d messages: at most %d are taken in one request", n, MCPMaxBatch))
 			return
 		}
-		p := m.prepare(body)
+		p := m.prepare(body, r.Header.Get("Mcp-Protocol-Version"))
+		if p.tasks != nil {
+			p.refuse = m.answerTasks(r.Context(), p.rev, p.tasks)
+		}
 		if p.refuse != nil {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(p.refuse)
@@ -54,8 +58,17 @@ func (m *MCP) bounded(w http.ResponseWriter, r *http.Request) {
 		if listed, ok := p.renamed[r.Header.Get("Mcp-Name")]; ok {
 			r.Header.Set("Mcp-Name", listed)
 		}
-		if p.advertise {
-			cw := &cappedWriter{w: w, limit: MCPMaxAnswer, edit: advertiseIdempotency}
+		var edit func([]byte) []byte
+		switch {
+		case p.advertise:
+			edit = advertise(p.rev)
+		case p.task != mcptasks.None:
+			edit = m.taskAnswer(r.Context(), p.task)
+		case p.listing:
+			edit = taskSupport
+		}
+		if edit != nil {
+			cw := &cappedWriter{w: w, limit: MCPMaxAnswer, edit: edit}
 			m.handler.ServeHTTP(cw, r)
 			cw.finish()
 			return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/idemgate/idemgate/handlers/mcptasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -37,16 +38,26 @@ type prepared struct {
 	body []byte
 	// refuse, when set, is the whole answer: a single request for a method not served.
 	refuse []byte
+	// tasks is a single tasks/* request, which bounded answers itself (the SDK has no tasks).
+	tasks rpcMessage
+	// rev is how the request's revision speaks tasks.
+	rev mcptasks.Revision
 	// advertise: the single request is initialize or server/discover, whose answer gets the
-	// idempotency capability.
+	// idempotency capability (and tasks, where the revision has them).
 	advertise bool
+	// task: the single request is a tools/call that asks for a task (2025-11-25) or allows
+	// one (2026-07-28), whose answer may become one.
+	task mcptasks.Revision
+	// listing: a tools/list on 2025-11-25, whose tools say they may be called as tasks.
+	listing bool
 	// renamed maps a tool's name as the client spelled it to its listed name, for the
 	// Mcp-Name header (2026-07-28), which the SDK checks against the body.
 	renamed map[string]string
 }
 
-// prepare reads a request body. What is not JSON-RPC it passes on as it is: the SDK answers it.
-func (m *MCP) prepare(body []byte) prepared {
+// prepare reads a request body of protocol revision version. What is not JSON-RPC it passes on
+// as it is: the SDK answers it.
+func (m *MCP) prepare(body []byte, version string) prepared {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
 		return prepared{body: body}
@@ -65,7 +76,7 @@ func (m *MCP) prepare(body []byte) prepared {
 		msgs = []rpcMessage{one}
 	}
 	changed := false
-	out := prepared{body: body, renamed: map[string]string{}}
+	out := prepared{body: body, renamed: map[string]string{}, rev: revisionOf(version)}
 	for _, msg := range msgs {
 		if msg.method() == "tools/call" && m.rewriteCall(msg, out.renamed) {
 			changed = true
@@ -74,6 +85,16 @@ func (m *MCP) prepare(body []byte) prepared {
 	if !batch {
 		method, id := msgs[0].method(), msgs[0]["id"]
 		switch {
+		case id != nil && mcptasks.Handles(method):
+			out.tasks = msgs[0]
+			return out
+		case method == "tools/call" && out.rev != mcptasks.None && mcptasks.Asked(msgs[0]["params"]) == out.rev:
+			out.task = out.rev
+			if out.rev == mcptasks.Utility && noWaitAsked(msgs[0]) {
+				changed = true // a task is answered at once: the call is not waited for
+			}
+		case method == "tools/list" && out.rev == mcptasks.Utility:
+			out.listing = true
 		case id != nil && !mcpServed[method] && !strings.HasPrefix(method, "notifications/"):
 			out.refuse, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
 				"error": map[string]any{"code": jsonrpc.CodeMethodNotFound, "message": "method not found: " + method}})
@@ -140,9 +161,15 @@ func (m *MCP) rewriteCall(msg rpcMessage, renamed map[string]string) bool {
 	return true
 }
 
-// advertiseIdempotency adds capabilities.tools.idempotency to an initialize or server/discover
-// answer. Anything it cannot read it leaves as it is.
-func advertiseIdempotency(answer []byte) []byte {
+// advertise returns the edit of an initialize or server/discover answer of revision rev: it
+// adds capabilities.tools.idempotency, and the tasks this revision speaks
+// (capabilities.tasks on 2025-11-25, the extension in capabilities.extensions on 2026-07-28).
+// Anything it cannot read it leaves as it is.
+func advertise(rev mcptasks.Revision) func([]byte) []byte {
+	return func(answer []byte) []byte { return advertiseIn(answer, rev) }
+}
+
+func advertiseIn(answer []byte, rev mcptasks.Revision) []byte {
 	var msg map[string]any
 	if json.Unmarshal(answer, &msg) != nil {
 		return answer
@@ -158,6 +185,74 @@ func advertiseIdempotency(answer []byte) []byte {
 	}
 	tools["idempotency"] = MCPIdempotencyCapability
 	caps["tools"] = tools
+	switch rev {
+	case mcptasks.Utility:
+		caps["tasks"] = mcptasks.Capabilities2025
+	case mcptasks.ExtensionRevision:
+		ext, _ := caps["extensions"].(map[string]any)
+		if ext == nil {
+			ext = map[string]any{}
+		}
+		ext[mcptasks.Extension] = map[string]any{}
+		caps["extensions"] = ext
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return answer
+	}
+	return append(out, '\n')
+}
+
+// noWaitAsked makes a tools/call that asked for a task (2025-11-25) answer at once, setting
+// _meta "idemgate/wait" to 0 unless the request set it, and reports whether it did.
+func noWaitAsked(msg rpcMessage) bool {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || params == nil {
+		return false
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(params["_meta"], &meta)
+	if _, set := meta[MCPMetaWait]; set {
+		return false
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[MCPMetaWait] = json.RawMessage("0")
+	params["_meta"], _ = json.Marshal(meta)
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return false
+	}
+	msg["params"] = raw
+	return true
+}
+
+// taskSupport marks every tool of a tools/list answer as callable as a task (2025-11-25's
+// execution.taskSupport; the SDK's Tool has no such field). Anything it cannot read it leaves.
+func taskSupport(answer []byte) []byte {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(answer, &msg) != nil {
+		return answer
+	}
+	var result map[string]json.RawMessage
+	if json.Unmarshal(msg["result"], &result) != nil {
+		return answer
+	}
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(result["tools"], &tools) != nil {
+		return answer
+	}
+	for _, t := range tools {
+		t["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+	}
+	var err error
+	if result["tools"], err = json.Marshal(tools); err != nil {
+		return answer
+	}
+	if msg["result"], err = json.Marshal(result); err != nil {
+		return answer
+	}
 	out, err := json.Marshal(msg)
 	if err != nil {
 		return answer

@@ -19,12 +19,16 @@ const (
 )
 
 // operationResult reports an operation as a tools/call result: its structured content is the
-// operation object of the API. Only a final failure is an error result. An outcome that is
-// not final (in progress, uncertain, awaiting approval) is not an error: an error would invite
-// the model to try again differently, and a new key could perform the action twice.
+// operation object of the API. A success is the one result that is not an error. An outcome
+// that is not final (in progress, uncertain, awaiting approval) is an error result, as a tool
+// of an MCP server's must be (a result without the structuredContent the upstream's
+// outputSchema requires is refused by SDKs), so that both kinds of tool answer it alike and no
+// model takes it for a success; its text and _meta (idemgate/problem, idemgate/retry_after) say
+// to call again with the same key, never a new one. A client that speaks MCP tasks gets a task
+// instead (mcp_tasks.go).
 func operationResult(cat *catalog.Catalog, res jobs.SubmitResult) *mcp.CallToolResult {
 	op := res.Op
-	out := &mcp.CallToolResult{Meta: mcp.Meta{MCPMetaReplayed: !res.Created}, StructuredContent: renderOperation(cat, op)}
+	out := &mcp.CallToolResult{Meta: operationMeta(res), StructuredContent: renderOperation(cat, op)}
 	var text string
 	switch op.State {
 	case models.StateSucceeded:
@@ -35,6 +39,7 @@ func operationResult(cat *catalog.Catalog, res jobs.SubmitResult) *mcp.CallToolR
 			"with the same operation_key returns this outcome.", op.Tool, op.ID, failure(op))
 	default:
 		p := inFlightProblem(op)
+		out.IsError = true
 		out.Meta[MCPMetaProblem], out.Meta[MCPMetaRetryAfter] = p.Slug, p.RetryAfter
 		text = fmt.Sprintf("Operation %s is %s, not final yet: %s Call this tool again in about %d s with the same "+
 			"operation_key and arguments to learn the outcome. Do not retry with a new operation_key: "+
