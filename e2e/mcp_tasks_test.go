@@ -170,3 +170,31 @@ func TestMCPTasksOn2025(t *testing.T) {
 		assert.Contains(t, init["capabilities"], "tasks")
 	})
 }
+
+// TestMCPTaskOutlivesItsGateway: a task is the operation in the ledger, not a gateway's memory:
+// another gateway on the same ledger (a replica, or the same one restarted) finds it, follows it
+// and answers its result. Both engines.
+func TestMCPTaskOutlivesItsGateway(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		db := testdb.Open(t, d)
+		first := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
+		const v = "2026-07-28"
+		created := result(t, mcpRaw(t, first, first.Key, v, "tools/call", "payments__payout", `{"name":"payments__payout",`+
+			`"arguments":{"order_id":"o-1","amount_cents":900,"currency":"EUR","operation_key":"outlives-1"},`+tasksMeta+`}`))
+		id := created["taskId"].(string)
+
+		second := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
+		got := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))
+		assert.Equal(t, "working", got["status"])
+		_, err := second.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: second.Tenant, OperationID: id,
+			Actor: "user:rita@example.com", UserID: "rita", Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 1, time.Hour)
+		require.NoError(t, err)
+		gatewaytest.Eventually(t, 15*time.Second, "the payout to complete", func() bool {
+			return result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))["status"] == "completed"
+		})
+		done := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))
+		assert.Equal(t, "SUCCEEDED", done["result"].(map[string]any)["structuredContent"].(map[string]any)["state"])
+		assert.Equal(t, 1, first.Sandbox.Committed("refunds")+second.Sandbox.Committed("refunds"), "one payout")
+	})
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/idemgate/idemgate/web"
 	"github.com/idemgate/idemgate/web/telemetry"
 	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
 )
 
 // Tools is the test catalogue; {{SANDBOX}} becomes the sandbox's URL. Timings are short so
@@ -156,6 +157,9 @@ type Options struct {
 	Catalog func(sandboxURL string) (*catalog.Catalog, error)
 	// DataKeys seal sensitive params at rest, as IDEMGATE_DATA_KEY does (default: none).
 	DataKeys *datakey.Keyring
+	// DB is the ledger's database (default: a fresh one of the test's own, testdb.Open). Two
+	// gateways on one DB are two replicas, or one gateway and its restart.
+	DB *gorm.DB
 	// TrustedProxies and AllowedOrigins are serve's --trust-proxy and --allowed-origin.
 	TrustedProxies web.TrustedProxies
 	AllowedOrigins web.AllowedOrigins
@@ -197,7 +201,11 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		jobsCfg.Recovery = &jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
 			EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond}
 	}
-	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
+	db := opts.DB
+	if db == nil {
+		db = testdb.Open(t, d)
+	}
+	gw, err := app.New(ctx, app.Config{DB: db, Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
 		Log: log, TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
 		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst,
 			TrustedProxies: opts.TrustedProxies, AllowedOrigins: opts.AllowedOrigins}})
