@@ -79,6 +79,7 @@ func TestMetricsFollowTheOperations(t *testing.T) {
 		// Not on the public port: /metrics has a listener of its own.
 		require.Equal(t, http.StatusNotFound, g.Do(t, http.MethodGet, "/metrics", "", nil, "").Status)
 		text := g.Scrape(t)
+		assert.Regexp(t, `(?m)^idemgate_build_info\{goversion="go[0-9.]+",revision="[^"]+",version="[^"]+"\} 1$`, text)
 		assert.Equal(t, 3.0, metricValue(t, text, "idemgate_requests_total", `{outcome="created"}`))
 		assert.Equal(t, 1.0, metricValue(t, text, "idemgate_requests_total", `{outcome="replayed"}`))
 		assert.Equal(t, 1.0, metricValue(t, text, "idemgate_requests_total", `{outcome="mismatch"}`))

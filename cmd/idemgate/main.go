@@ -51,6 +51,7 @@ Usage:
   idemgate tools import --mcp-command CMD | --mcp-url URL [--connection NAME] [--name NAME]
                                                           print a tools file to review, from an OpenAPI
                                                           document or an MCP server's tools (writes no file)
+  idemgate version [--json]                               the release, revision, Go version and ledger schema
   idemgate datakey generate                               print a new data key for IDEMGATE_DATA_KEY
   idemgate datakey rotate [--tools FILE]                  seal every stored sensitive value under
                                                           IDEMGATE_DATA_KEY (old keys in IDEMGATE_DATA_KEYS_OLD)
@@ -118,6 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.secret(ctx, args[1:])
 	case "tools":
 		return env.tools(ctx, args[1:])
+	case "version":
+		return env.version(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

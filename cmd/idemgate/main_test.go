@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -345,4 +346,24 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 	err = run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, env, strings.NewReader(""), io.Discard, io.Discard)
 	require.Error(t, err, "IDEMGATE_TRUST_PROXY=1 is refused too")
 	assert.Contains(t, err.Error(), "127.0.0.1/32")
+}
+
+// TestVersion: `idemgate version --json` names the build and the newest ledger schema; the text
+// form says the same.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"version", "--json"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut))
+	var v struct {
+		Version, Revision, GoVersion string
+		Schema                       int `json:"schema_version"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v), out.String())
+	assert.Equal(t, models.SchemaVersion(), v.Schema)
+	assert.NotEmpty(t, v.Version)
+	assert.NotEmpty(t, v.Revision)
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"version"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, out.String(), fmt.Sprintf("ledger schema %d", models.SchemaVersion()))
+	assert.Error(t, run(context.Background(), []string{"version", "extra"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut))
 }

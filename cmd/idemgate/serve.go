@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -106,6 +107,9 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		return err
 	}
 	log := newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL"))
+	build := buildinfo.Read()
+	log.Info("idemgate starting", "version", build.Version, "revision", build.Revision, "go_version", build.GoVersion,
+		"schema_version", models.SchemaVersion())
 	gctune.Apply(env.getenv)
 
 	var ln, metricsLn net.Listener

@@ -5,6 +5,7 @@
 package telemetry
 
 import (
+	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net/http"
 	"time"
@@ -51,6 +52,11 @@ func New(tools []string, log *slog.Logger) *Metrics {
 	m.downstream = f.histogram("idemgate_downstream_duration_seconds", "Latency of downstream attempts.", "tool", "class")
 	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
 	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
+	b := buildinfo.Read()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "idemgate_build_info",
+		Help: "The running build: its release, VCS revision and Go version; always 1."}, []string{"version", "revision", "goversion"})
+	reg.MustRegister(build)
+	build.WithLabelValues(b.Version, b.Revision, b.GoVersion).Set(1)
 	return m
 }
 
