@@ -115,7 +115,7 @@ func listOperations() obj {
 	}
 	return o("operationId", "listOperations", "tags", list("operations"),
 		"summary", "List operations",
-		"description", "A page of the operations the key may see, newest first, filtered. SPEC §5 also has "+
+		"description", "A page of the operations the key may see, newest first, filtered. The API also has "+
 			"`GET /v1/operations?key=K`, which answers that key's operation (or 404) instead of a page; the gateway "+
 			"serves it, but this document describes the same look-up as `GET /v1/operation-keys/{key}`, so that "+
 			"each path answers one type and generated clients need no cast.",

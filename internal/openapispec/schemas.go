@@ -45,7 +45,7 @@ func schemas() obj {
 		"OperationRequest", operationRequest(),
 		"Operation", operation(),
 		"OperationState", o("type", "string", "enum", states,
-			"description", "`SUCCEEDED` and `FAILED_FINAL` are terminal and never change; the others move on (SPEC §2)."),
+			"description", "`SUCCEEDED` and `FAILED_FINAL` are terminal and never change; the others move on (docs/STATES.md in the repository)."),
 		"OperationError", o("type", "object", "additionalProperties", false,
 			"description", "Why the operation failed or is uncertain.",
 			"required", list("class", "message", "downstream_status"),
