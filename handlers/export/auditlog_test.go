@@ -136,7 +136,7 @@ func TestAuditLogExportRange(t *testing.T) {
 		require.NoError(t, err)
 		seedAuditChain(t, f.l, 10, `{}`)
 		from := time.Date(2026, 12, 1, 0, 0, 0, 3*int(time.Millisecond), time.UTC) // entries seq0+3 …
-		to := from.Add(4 * time.Millisecond)                                         // … to seq0+6
+		to := from.Add(4 * time.Millisecond)                                       // … to seq0+6
 		var buf bytes.Buffer
 		x := export.Exporter{Ledger: f.l, BatchSize: 3} // pages of 3: paging is exercised
 		res, err := x.WriteAuditLog(ctx, &buf, export.AuditRequest{From: from, To: to, Actor: "cli", RequestID: "req-9"})
