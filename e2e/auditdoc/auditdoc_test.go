@@ -170,6 +170,25 @@ func TestAuditDocVerification(t *testing.T) {
 			assert.Contains(t, a.keyPEM(t), "BEGIN PUBLIC KEY", "check.py passed: the chain is consistent")
 			assert.Contains(t, out, "Signature Verification Failure")
 		})
+		t.Run("a signed checkpoint verifies as the page shows", func(t *testing.T) {
+			out := string(idemgate("audit", "verify"))
+			m := regexp.MustCompile(`(?m)^checkpoint (\{.*\})\nsignature (\S+)$`).FindStringSubmatch(out)
+			require.NotNil(t, m, out)
+			keyID := regexp.MustCompile(`"key_id":"([0-9a-f]{16})"`).FindStringSubmatch(m[1])
+			require.NotNil(t, keyID)
+			pem := idemgate("audit", "key", "list", "--pem", keyID[1])
+			for statement, want := range map[string]string{m[1]: "Signature Verified Successfully",
+				strings.Replace(m[1], `"seq":"`, `"seq":"9`, 1): "Signature Verification Failure"} {
+				cmd := exec.Command("sh", "-c", `printf '%s' "$STATEMENT" > checkpoint.json
+printf '%s' "$SIGNATURE" | base64 -d > checkpoint.sig
+openssl pkeyutl -verify -pubin -inkey cp.pem -rawin -in checkpoint.json -sigfile checkpoint.sig`)
+				cmd.Dir = t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(cmd.Dir, "cp.pem"), pem, 0o600))
+				cmd.Env = append(os.Environ(), "STATEMENT="+statement, "SIGNATURE="+m[2])
+				got, _ := cmd.CombinedOutput()
+				assert.Contains(t, string(got), want, statement)
+			}
+		})
 		t.Run("an audit entry changed, the digest recomputed but not the entry's hash", func(t *testing.T) {
 			out, ok := a.verify(t, forge(t, auditLog, func(ls [][]byte) {
 				ls[2] = bytes.Replace(ls[2], []byte(`"principal_id":"`), []byte(`"principal_id":"x`), 1)
