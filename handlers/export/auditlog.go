@@ -42,13 +42,9 @@ type auditFilter struct {
 // with the trailer and its signature. The result's Operations and Events are 0; Entries counts
 // the lines.
 func (x *Exporter) WriteAuditLog(ctx context.Context, w io.Writer, req AuditRequest) (Result, error) {
-	f := auditFilter{From: req.From.UTC().Truncate(time.Microsecond), To: req.To.UTC().Truncate(time.Microsecond)}
-	if req.From.IsZero() {
-		f.From = time.Time{}
-	}
-	if req.To.IsZero() {
-		f.To = time.Time{}
-	}
+	// The recorded filter is the one applied: UTC, at the ledger's precision (as Filter does).
+	n := Filter{From: req.From, To: req.To}.normalized()
+	f := auditFilter{From: n.From, To: n.To}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return Result{}, fmt.Errorf("export: the time range is empty: from %s is not before to %s",
 			f.From.Format(time.RFC3339), f.To.Format(time.RFC3339))
