@@ -197,6 +197,14 @@ func (l *Ledger) recordCheckpoint(ctx context.Context, cp AuditCheckpoint) error
 		if len(raw) > 0 && json.Unmarshal([]byte(raw[0]), &stored) == nil && stored.Seq > cp.Seq {
 			return nil
 		}
+		if cp.Signature == "" {
+			// A key made since this verification began signed the stored checkpoint: an
+			// unsigned one written over it would read as an edit at the next verification.
+			var keys int64
+			if err := tx.Model(&auditKeyRow{}).Count(&keys).Error; err != nil || keys > 0 {
+				return err
+			}
+		}
 		return tx.Table("settings").Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "name"}},
 			DoUpdates: clause.AssignmentColumns([]string{"value"}),
