@@ -51,7 +51,7 @@ func (h *Console) DownloadExport(c echo.Context) error {
 	if f.State != "" && !f.State.Valid() {
 		return h.exportsPage(c, v, http.StatusBadRequest, "Choose a state from the list.")
 	}
-	name := fmt.Sprintf("idemgate-export-%s.%s", h.now().UTC().Format("20060102T150405Z"), format)
+	name := fmt.Sprintf("idemgate-export-%s-%s.%s", exportTenantsWord(f, v.Scope), h.now().UTC().Format("20060102T150405Z"), format)
 	hdr := c.Response().Header()
 	hdr.Set(echo.HeaderContentType, format.ContentType())
 	hdr.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
@@ -69,6 +69,22 @@ func (h *Console) DownloadExport(c echo.Context) error {
 		logger(h.Log).Error("console export failed part-way", "err", err, "request_id", RequestID(c))
 	}
 	return nil
+}
+
+// exportTenantsWord names the tenants of an export in its file name, so that files of
+// several tenants kept side by side are not confused: the tenant chosen, else the viewer's one
+// tenant, else how many, or all-tenants. Tenant names are safe in a file name (models.nameRE).
+func exportTenantsWord(f export.Filter, s models.Scope) string {
+	switch ts := s.Tenants(); {
+	case f.Tenant != "":
+		return f.Tenant
+	case s.Unlimited():
+		return "all-tenants"
+	case len(ts) == 1:
+		return ts[0]
+	default:
+		return fmt.Sprintf("%d-tenants", len(ts))
+	}
 }
 
 // exportWriteWait is how long a download may wait on a client that does not take the next

@@ -29,3 +29,18 @@ func (s *Service) Readyz(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
+
+// AuditKeys serves the audit signing keys' public halves with their validity (SPEC §8), the
+// KEYFILE of `idemgate audit verify --key` and of docs/AUDIT.md. It needs no login: a public
+// key reveals nothing, and an auditor from outside has no account. What makes a key file
+// trustworthy is how the auditor got it (over TLS from the gateway, compared with the key ids
+// an operator gave them), not who may read it.
+func (s *Service) AuditKeys(c echo.Context) error {
+	keys, err := s.Ledger.AuditKeys(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	// A rotation must reach auditors within a minute; the list is small and cheap to read.
+	c.Response().Header().Set("Cache-Control", "public, max-age=60")
+	return c.JSON(http.StatusOK, keys)
+}

@@ -41,7 +41,7 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 				seq, head, err := l.VerifyAudit(context.Background())
 				require.NoError(t, err)
 				assert.Equal(t, int64(5), seq)
-				assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, head)
+				assert.Regexp(t, `^[0-9a-f]{64}$`, head)
 
 				for _, stmt := range strings.Split(tc.tamper, ";") {
 					require.NoError(t, l.DB().Exec(stmt).Error)
@@ -91,5 +91,39 @@ func TestReviewActionsAreAudited(t *testing.T) {
 		assert.Equal(t, "user:ann@x", entries[0].Actor)
 		assert.Equal(t, "req-42", entries[0].RequestID)
 		assert.Equal(t, "acme", entries[0].Tenant)
+	})
+}
+
+// TestAuditChainFromLegacyToCanonical: a ledger upgraded with legacy entries keeps them as
+// they are, continues in the canonical form, and refuses a legacy entry after a canonical one.
+func TestAuditChainFromLegacyToCanonical(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		l := testdb.Ledger(t, d)
+		legacy := fixedEntry()
+		legacy.Seq, legacy.Hash = 1, "sha256:"
+		legacy.Hash = legacy.ComputeHash()
+		require.True(t, legacy.Legacy())
+		require.NoError(t, l.DB().Create(legacy).Error)
+		appendN(t, l, 2)
+		seq, head, err := l.VerifyAudit(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), seq)
+		assert.Regexp(t, `^[0-9a-f]{64}$`, head, "entries after the legacy ones are canonical")
+		second, err := l.AuditEntryAt(ctx, 2)
+		require.NoError(t, err)
+		assert.Equal(t, legacy.Hash, second.PrevHash)
+
+		// Entry 3 rewritten in the legacy form, consistently with its predecessor: refused.
+		third, err := l.AuditEntryAt(ctx, 3)
+		require.NoError(t, err)
+		third.Hash = "sha256:"
+		third.Hash = third.ComputeHash()
+		require.NoError(t, l.DB().Exec("UPDATE audit_log SET hash = ? WHERE seq = 3", third.Hash).Error)
+		_, _, err = l.VerifyAudit(ctx)
+		var br *models.ChainBreak
+		require.True(t, errors.As(err, &br), "want a chain break, got %v", err)
+		assert.Equal(t, int64(3), br.Seq)
+		assert.Contains(t, br.Reason, "legacy-form hash after entries in the canonical form")
 	})
 }

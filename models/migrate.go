@@ -298,6 +298,9 @@ CREATE TABLE operation_repeats (
 	last_ns      BIGINT NOT NULL
 );
 `},
+	// The audit signing key (models/audit_keys.go). From this step on, new audit entries are
+	// hashed in the canonical form (models/audit.go); the entries before keep their hashes.
+	{21, "audit signing keys", auditKeysSchema},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

@@ -74,6 +74,8 @@ type Rotation struct {
 	LedgerKey bool
 	// TenantSecrets: tenant secrets sealed under an older key, now under the current one.
 	TenantSecrets int
+	// AuditKeys: audit signing keys sealed under an older key, now under the current one.
+	AuditKeys int
 }
 
 // RotateDataKeys seals everything that needs it under the current data key: the ledger's own
@@ -91,6 +93,9 @@ func (l *Ledger) RotateDataKeys(ctx context.Context, mask Masker, batch int) (Ro
 		return r, err
 	}
 	if r.TenantSecrets, err = l.resealTenantSecrets(ctx); err != nil {
+		return r, err
+	}
+	if r.AuditKeys, err = l.resealAuditKeys(ctx); err != nil {
 		return r, err
 	}
 	after := ""

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -215,18 +216,20 @@ func TestExportDownload(t *testing.T) {
 			p := download(t, desk.aude, "format=csv")
 			require.Equal(t, http.StatusOK, p.Status, p.Body)
 			assert.Equal(t, "text/csv; charset=utf-8", p.Header.Get("Content-Type"))
-			assert.Regexp(t, `^attachment; filename="idemgate-export-\d{8}T\d{6}Z\.csv"$`, p.Header.Get("Content-Disposition"))
+			assert.Regexp(t, `^attachment; filename="idemgate-export-acme-\d{8}T\d{6}Z\.csv"$`, p.Header.Get("Content-Disposition"),
+				"the auditor's one tenant names the file")
 			rows, err := csv.NewReader(strings.NewReader(p.Body)).ReadAll()
 			require.NoError(t, err)
 			require.Greater(t, len(rows), 2)
 			assert.Equal(t, "operation_id", rows[0][0])
 			seen := map[string]bool{}
-			for _, r := range rows[1 : len(rows)-1] {
+			for _, r := range rows[1 : len(rows)-2] {
 				assert.Equal(t, "acme", r[1], "only the auditor's tenant")
 				seen[r[0]] = true
 			}
 			assert.Len(t, seen, len(acme))
-			assert.Equal(t, "#chain_head", rows[len(rows)-1][0])
+			assert.Equal(t, "#chain_head", rows[len(rows)-2][0])
+			assert.Equal(t, "#signature", rows[len(rows)-1][0])
 			assert.NotContains(t, p.Body, cardNumber)
 		})
 		t.Run("NDJSON of one tenant, recorded in the audit log", func(t *testing.T) {
@@ -236,16 +239,18 @@ func TestExportDownload(t *testing.T) {
 			var ids []string
 			sc := bufio.NewScanner(strings.NewReader(p.Body))
 			sc.Buffer(nil, 1<<20)
-			var last map[string]any
+			var trailer, last map[string]any
 			for sc.Scan() {
-				last = nil
+				trailer, last = last, nil
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &last))
 				if id, ok := last["id"].(string); ok {
 					ids = append(ids, id)
 				}
 			}
 			assert.ElementsMatch(t, acme, ids)
-			require.Contains(t, last, "chain_head", "the last line carries the chain head")
+			require.Contains(t, trailer, "chain_head", "the line before the last carries the chain head")
+			require.Contains(t, last, "signature", "the last line signs it")
+			assert.Contains(t, p.Header.Get("Content-Disposition"), `filename="idemgate-export-acme-`)
 			entries, _, err := desk.con.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: "export.created", Limit: 1})
 			require.NoError(t, err)
 			require.Len(t, entries, 1)
@@ -384,4 +389,34 @@ func download(t *testing.T, b *consoletest.Browser, q string) *consoletest.Page 
 	require.NoError(t, err)
 	b.Get(t, "/exports")
 	return b.Post(t, "/exports/download", form)
+}
+
+// TestAuditKeysArePublic: /audit/keys answers without a login, with every key's public half
+// and validity, and nothing of a private half.
+func TestAuditKeysArePublic(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		con := consoletest.Start(t, d, consoletest.Options{})
+		anon := con.NewBrowser(t)
+		p := anon.Get(t, "/audit/keys")
+		require.Equal(t, http.StatusOK, p.Status, p.Body)
+		assert.JSONEq(t, `{"keys":[]}`, p.Body, "no key yet")
+
+		kr, err := datakey.Parse(datakey.Generate(), "")
+		require.NoError(t, err)
+		keyed := models.New(models.Config{DB: con.Ledger.DB(), Dialect: d, DataKeys: kr})
+		made, err := keyed.GenerateAuditKey(t.Context(), models.Requester{Actor: models.ActorCLI})
+		require.NoError(t, err)
+		p = anon.Get(t, "/audit/keys")
+		require.Equal(t, http.StatusOK, p.Status, p.Body)
+		assert.Equal(t, "application/json", strings.Split(p.Header.Get("Content-Type"), ";")[0])
+		set, err := models.ParseAuditKeySet([]byte(p.Body))
+		require.NoError(t, err)
+		require.Len(t, set.Keys, 1)
+		assert.Equal(t, made.KeyID, set.Keys[0].KeyID)
+		assert.Equal(t, made.PEM, set.Keys[0].PEM)
+		assert.NotContains(t, p.Body, "sealed")
+		assert.NotContains(t, p.Body, "PRIVATE")
+	})
 }

@@ -30,6 +30,9 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET("/problems/:slug", handlers.ProblemPage)
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
 	e.GET("/openapi.json", echo.WrapHandler(static.OpenAPIHandler()))
+	// The audit signing keys' public halves: public, without the console's session or CSRF, so
+	// that an auditor without an account can fetch them (handlers.Service.AuditKeys).
+	e.GET("/audit/keys", svc.AuditKeys)
 
 	v1 := e.Group("/v1", authenticate(cfg.Ledger))
 	v1.POST("/operations", api.CreateOperation)

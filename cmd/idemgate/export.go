@@ -54,7 +54,12 @@ func (env *environment) export(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, closeDB, err := env.openLedger(ctx)
+	// The data keys open the audit signing key, which signs the export.
+	keys, err := env.dataKeys()
+	if err != nil {
+		return err
+	}
+	l, closeDB, err := env.openLedgerWith(ctx, keys)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,12 +46,14 @@ type cliLedger struct {
 	dsn   string
 	tools string
 	l     *models.Ledger
+	// dataKey is the commands' IDEMGATE_DATA_KEY: it seals the audit signing key.
+	dataKey string
 }
 
 func newCLILedger(t *testing.T, d models.Dialect) *cliLedger {
 	t.Helper()
 	ctx := context.Background()
-	c := &cliLedger{dsn: testdb.DSN(t, d), tools: filepath.Join(t.TempDir(), "tools.yaml")}
+	c := &cliLedger{dsn: testdb.DSN(t, d), tools: filepath.Join(t.TempDir(), "tools.yaml"), dataKey: datakey.Generate()}
 	require.NoError(t, os.WriteFile(c.tools, []byte(exportToolsYAML), 0o600))
 	db, dialect, err := models.Open(ctx, c.dsn)
 	require.NoError(t, err)
@@ -80,7 +83,7 @@ func (c *cliLedger) run(t *testing.T, args ...string) (stdout, stderr string, er
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	vars := map[string]string{"IDEMGATE_DATABASE_URL": c.dsn, "IDEMGATE_TOOLS": c.tools}
+	vars := map[string]string{"IDEMGATE_DATABASE_URL": c.dsn, "IDEMGATE_TOOLS": c.tools, "IDEMGATE_DATA_KEY": c.dataKey}
 	var out, errOut bytes.Buffer
 	err = run(ctx, args, func(k string) string { return vars[k] }, strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), err
@@ -104,11 +107,12 @@ func TestExportCommand(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotContains(t, out, cliCard)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			require.Len(t, lines, 6, "5 operations and the trailer")
+			require.Len(t, lines, 7, "5 operations, the trailer and its signature")
 			for _, l := range lines {
 				assert.True(t, json.Valid([]byte(l)), l)
 			}
-			assert.Contains(t, lines[5], `"actor":"cli"`)
+			assert.Contains(t, lines[5], `"principal_id":"cli"`)
+			assert.Equal(t, `{"key_id":"","signature":""}`, lines[6], "no signing key: the export says it is unsigned")
 			assert.Contains(t, stderr, "exported 5 operations")
 		})
 		t.Run("csv with every filter", func(t *testing.T) {
@@ -119,16 +123,17 @@ func TestExportCommand(t *testing.T) {
 			assert.NotContains(t, out, cliCard)
 			rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 			require.NoError(t, err)
-			require.Len(t, rows, 1+3+1, "header, one created event for each of globex's 3 operations, trailer")
+			require.Len(t, rows, 1+3+2, "header, one created event for each of globex's 3 operations, trailer, signature")
 			for _, r := range rows[1:4] {
 				assert.Equal(t, "globex", r[1])
 			}
 			assert.Equal(t, "#chain_head", rows[4][0])
+			assert.Equal(t, "#signature", rows[5][0])
 		})
 		t.Run("an RFC 3339 range that excludes everything", func(t *testing.T) {
 			out, stderr, err := c.run(t, "export", "--format", "ndjson", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-02T00:00:00+02:00")
 			require.NoError(t, err)
-			assert.Equal(t, 1, strings.Count(out, "\n"), "the trailer alone")
+			assert.Equal(t, 2, strings.Count(out, "\n"), "the trailer and its signature alone")
 			assert.Contains(t, stderr, "exported 0 operations")
 		})
 		for name, args := range map[string][]string{

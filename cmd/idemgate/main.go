@@ -37,7 +37,13 @@ Usage:
   idemgate apikey revoke PREFIX
   idemgate export --format csv|ndjson [--tenant T] [--from T] [--to T] [--state S] [--tool N]
                                                           operation histories to standard output
-  idemgate audit verify [--export FILE [--ledger]]        check the audit chain, or an export file
+  idemgate audit verify [--export FILE [--key KEYFILE] [--ledger]]
+                                                          check the audit chain, or an export file
+                                                          (offline; signed by a key of KEYFILE)
+  idemgate audit export [--from T] [--to T]               the audit log itself to standard output, signed
+  idemgate audit key generate | rotate                    make the Ed25519 key that signs exports and
+                                                          checkpoints (sealed under IDEMGATE_DATA_KEY)
+  idemgate audit key list [--pem KEY_ID]                  the public keys with their validity (a KEYFILE)
   idemgate user create --email E --role reviewer|auditor|admin [--tenants a,b]
                                                           password: first line of standard input
   idemgate webhook create --tenant T --url U --events a,b [--allow-private]

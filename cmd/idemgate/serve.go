@@ -186,6 +186,9 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			return err
 		}
 	}
+	if withHTTP {
+		warnUnsignedExports(ctx, log, gw.Ledger)
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { gw.Run(gctx); return nil })
@@ -294,4 +297,17 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// warnUnsignedExports says at start what the console's exports will be: unsigned without an
+// audit signing key, refused with one the data keys cannot open. Neither stops the gateway,
+// whose work does not depend on exports.
+func warnUnsignedExports(ctx context.Context, log *slog.Logger, l *models.Ledger) {
+	switch err := l.AuditSigningReady(ctx); {
+	case err == nil:
+	case models.ErrorCode(err) == models.CodeNotFound:
+		log.Warn("exports are not signed: there is no audit signing key (idemgate audit key generate makes one; docs/AUDIT.md)")
+	default:
+		log.Error("exports will be refused: the audit signing key cannot be used", "err", err)
+	}
 }

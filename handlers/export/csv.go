@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -15,13 +16,20 @@ import (
 // csvHeader names the columns: the operation's, then the event's. One row per event.
 var csvHeader = []string{
 	"operation_id", "tenant", "key", "tool", "state", "fingerprint", "workflow_run_id", "step_id",
-	"params", "result", "error_class",
+	"params", "result", "error_class", "downstream_ref", "downstream_key", "justification",
 	"event_id", "event_at", "event_type", "from_state", "to_state", "attempt", "actor", "detail",
 }
 
-// csvTrailerTag starts the trailer row, which carries the chain head, the digest and the audit
-// entry (as JSON) in its first cells and is padded to the header's width.
-const csvTrailerTag = "#chain_head"
+// csvTrailerTag starts the trailer row, which carries the chain head, the digest, the audit
+// entry (as JSON) and the signing key's id in its first cells and is padded to the header's
+// width; csvSignatureTag starts the last row: the key id and the trailer row's signature.
+const (
+	csvTrailerTag   = "#chain_head"
+	csvSignatureTag = "#signature"
+)
+
+// The columns of the event's cells: the operation's come before.
+const csvEvent = 14
 
 // csvBody writes one row per event. An operation without events (none should exist) still gets
 // one row, with empty event cells, so that no operation goes missing from the file.
@@ -46,17 +54,19 @@ func (c *csvBody) operation(eo models.ExportedOperation, v opview.Operation) (in
 	if v.Error != nil {
 		r[10] = v.Error.Class
 	}
+	r[11], r[12], r[13] = deref(v.DownstreamRef), v.DownstreamKey, deref(v.Justification)
 	if len(eo.Events) == 0 {
-		clear(r[11:])
+		clear(r[csvEvent:])
 		return 0, c.write()
 	}
 	for _, e := range eo.Events {
-		r[11], r[12], r[13] = strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.Type
-		r[14], r[15], r[16] = stateCell(e.FromState), stateCell(e.ToState), ""
+		ev := r[csvEvent:]
+		ev[0], ev[1], ev[2] = strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.Type
+		ev[3], ev[4], ev[5] = stateCell(e.FromState), stateCell(e.ToState), ""
 		if e.Attempt != nil {
-			r[16] = strconv.Itoa(*e.Attempt)
+			ev[5] = strconv.Itoa(*e.Attempt)
 		}
-		r[17], r[18] = e.Actor, deref(e.Detail)
+		ev[6], ev[7] = e.Actor, deref(e.Detail)
 		if err := c.write(); err != nil {
 			return 0, err
 		}
@@ -83,28 +93,34 @@ func (c *csvBody) close() error {
 	return nil
 }
 
-// trailer writes the trailer row to w, outside the digest.
-func (c *csvBody) trailer(w io.Writer, t Trailer) error {
-	return writeCSVTrailer(w, t)
-}
-
-func writeCSVTrailer(w io.Writer, t Trailer) error {
+// trailer returns the trailer row, outside the digest.
+func (c *csvBody) trailer(t Trailer) ([]byte, error) {
 	entry, err := json.Marshal(t.AuditEntry)
 	if err != nil {
-		return fmt.Errorf("export: csv trailer: %w", err)
+		return nil, fmt.Errorf("export: csv trailer: %w", err)
 	}
+	return csvLine(csvTrailerTag, strconv.FormatInt(t.ChainHead.Seq, 10), t.ChainHead.Hash, t.ExportSHA256, string(entry), t.KeyID)
+}
+
+// signature returns the signature row.
+func (c *csvBody) signature(s Signature) ([]byte, error) {
+	return csvLine(csvSignatureTag, s.KeyID, s.Signature)
+}
+
+// csvLine returns one row of cells, padded to the header's width.
+func csvLine(cells ...string) ([]byte, error) {
 	row := make([]string, len(csvHeader))
-	row[0], row[1], row[2] = csvTrailerTag, strconv.FormatInt(t.ChainHead.Seq, 10), t.ChainHead.Hash
-	row[3], row[4] = t.ExportSHA256, string(entry)
-	cw := csv.NewWriter(w)
+	copy(row, cells)
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
 	if err := cw.Write(row); err != nil {
-		return fmt.Errorf("export: csv trailer: %w", err)
+		return nil, fmt.Errorf("export: csv %s row: %w", cells[0], err)
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
-		return fmt.Errorf("export: csv trailer: %w", err)
+		return nil, fmt.Errorf("export: csv %s row: %w", cells[0], err)
 	}
-	return nil
+	return b.Bytes(), nil
 }
 
 // neutralize keeps a spreadsheet from reading a cell as a formula (CSV injection): a cell that

@@ -2,14 +2,16 @@
 // NDJSON (one operation per line with its events and attempts), streamed from the ledger in
 // batches so memory stays constant however large the export. Every export is anchored in the
 // audit chain: it appends an export.created entry recording the filter, the counts and the
-// SHA-256 of the bytes written, and ends with a trailer carrying that entry, so the file can be
-// checked offline (VerifyFile) and against the live chain.
+// SHA-256 of the bytes written, and ends with a trailer carrying that entry and a line with the
+// trailer's Ed25519 signature by the audit signing key, so the file can be checked offline
+// (VerifyFile, or sha256sum and openssl as docs/AUDIT.md shows) and against the live chain.
 package export
 
 import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -80,6 +82,8 @@ type Request struct {
 type Result struct {
 	Operations int64
 	Events     int64
+	// Entries is the number of audit entries of an audit log export (WriteAuditLog).
+	Entries int64
 	// SHA256 is the hex SHA-256 of every byte written before the trailer.
 	SHA256 string
 	// Entry is the export's audit entry, which the trailer carries.
@@ -92,8 +96,9 @@ type body interface {
 	operation(eo models.ExportedOperation, v opview.Operation) (int, error)
 	// close flushes everything the digest covers.
 	close() error
-	// trailer writes the trailer to w, outside the digest.
-	trailer(w io.Writer, t Trailer) error
+	// trailer and signature return the last two lines, outside the digest.
+	trailer(t Trailer) ([]byte, error)
+	signature(s Signature) ([]byte, error)
 }
 
 // Write streams the export req asks for to w, appends its audit entry, and ends with the
@@ -111,6 +116,9 @@ func (x *Exporter) Write(ctx context.Context, w io.Writer, req Request) (Result,
 	filter, err := req.Filter.record(req.Scope)
 	if err != nil {
 		return Result{}, fmt.Errorf("export: encode filter: %w", err)
+	}
+	if err := x.signingReady(ctx); err != nil {
+		return Result{}, err
 	}
 	out := bufio.NewWriterSize(w, 64<<10)
 	digest := sha256.New()
@@ -138,13 +146,47 @@ func (x *Exporter) Write(ctx context.Context, w io.Writer, req Request) (Result,
 	if err != nil {
 		return res, fmt.Errorf("export: anchor in the audit log: %w", err)
 	}
-	if err := b.trailer(out, newTrailer(filter, res.SHA256, res.Entry)); err != nil {
-		return res, err
+	return res, x.finish(ctx, out, b, filter, res)
+}
+
+// signingReady refuses, before anything is written, an export that could not be signed
+// although the ledger has a signing key. A ledger without one exports unsigned.
+func (x *Exporter) signingReady(ctx context.Context) error {
+	err := x.Ledger.AuditSigningReady(ctx)
+	if err != nil && models.ErrorCode(err) != models.CodeNotFound {
+		return fmt.Errorf("export: %w", err)
 	}
+	return nil
+}
+
+// finish writes the trailer and its signature, by the key valid when the export's audit
+// entry was made (a rotation meanwhile does not matter), and flushes.
+func (x *Exporter) finish(ctx context.Context, out *bufio.Writer, b body, filter json.RawMessage, res Result) error {
+	signer, err := x.Ledger.AuditSigner(ctx, res.Entry.At)
+	if err != nil && models.ErrorCode(err) != models.CodeNotFound {
+		return fmt.Errorf("export: sign: %w", err)
+	}
+	var sig Signature
+	if signer != nil {
+		sig.KeyID = signer.KeyID()
+	}
+	line, err := b.trailer(newTrailer(filter, res.SHA256, res.Entry, sig.KeyID))
+	if err != nil {
+		return err
+	}
+	if signer != nil {
+		sig.Signature = base64.StdEncoding.EncodeToString(signer.Sign(line))
+	}
+	last, err := b.signature(sig)
+	if err != nil {
+		return err
+	}
+	_, _ = out.Write(line)
+	_, _ = out.Write(last)
 	if err := out.Flush(); err != nil {
-		return res, fmt.Errorf("export: write: %w", err)
+		return fmt.Errorf("export: write: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 func newBody(f Format, w io.Writer) (body, error) {

@@ -37,10 +37,15 @@ func (f *fixture) runScopedExport(t *testing.T, format export.Format, s models.S
 	return buf.Bytes(), res
 }
 
-// ndjsonLines splits an NDJSON export into operation lines and the trailer.
+// ndjsonLines splits an NDJSON export into operation lines and the trailer (the signature
+// line after it is left out).
 func ndjsonLines(t *testing.T, out []byte) ([]map[string]json.RawMessage, export.Trailer) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	var sig export.Signature
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sig))
+	require.NotEmpty(t, sig.Signature, "the fixture's exports are signed")
+	lines = lines[:len(lines)-1]
 	var ops []map[string]json.RawMessage
 	for _, line := range lines[:len(lines)-1] {
 		var m map[string]json.RawMessage
@@ -52,13 +57,21 @@ func ndjsonLines(t *testing.T, out []byte) ([]map[string]json.RawMessage, export
 	return ops, tr
 }
 
-// csvRows parses a CSV export with encoding/csv into header, body rows and trailer row.
+// csvRows parses a CSV export with encoding/csv into header, body rows and trailer row (the
+// signature row after it is left out).
 func csvRows(t *testing.T, out []byte) (header []string, body [][]string, trailer []string) {
 	t.Helper()
 	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(rows), 2)
-	return rows[0], rows[1 : len(rows)-1], rows[len(rows)-1]
+	require.GreaterOrEqual(t, len(rows), 3)
+	require.Equal(t, "#signature", rows[len(rows)-1][0])
+	return rows[0], rows[1 : len(rows)-2], rows[len(rows)-2]
+}
+
+// beforeTrailer is an export's bytes before its trailer: what its digest covers.
+func beforeTrailer(out []byte) []byte {
+	ls := bytes.SplitAfter(out, []byte("\n"))
+	return bytes.Join(ls[:len(ls)-3], nil) // the last element is the empty one after the final newline
 }
 
 func exportedIDs(t *testing.T, format export.Format, out []byte) []string {
@@ -166,7 +179,8 @@ func TestExportCSV(t *testing.T) {
 		out, res := f.runExport(t, export.CSV, export.Filter{Tenant: "acme"})
 		header, body, trailer := csvRows(t, out)
 		assert.Equal(t, []string{"operation_id", "tenant", "key", "tool", "state", "fingerprint", "workflow_run_id", "step_id",
-			"params", "result", "error_class", "event_id", "event_at", "event_type", "from_state", "to_state", "attempt", "actor", "detail"}, header)
+			"params", "result", "error_class", "downstream_ref", "downstream_key", "justification",
+			"event_id", "event_at", "event_type", "from_state", "to_state", "attempt", "actor", "detail"}, header)
 		assert.Len(t, body, int(res.Events), "one row per event")
 
 		t.Run("formula cells are neutralised", func(t *testing.T) {
@@ -187,14 +201,28 @@ func TestExportCSV(t *testing.T) {
 			assert.Contains(t, charge[0][8], `"card_number":"***"`)
 			assert.Equal(t, `{"id":"R-1","note":"-1"}`, charge[0][9])
 		})
+		t.Run("downstream reference, key and justification", func(t *testing.T) {
+			charge := rowsOf(body, f.ids["acme-charge"])
+			require.NotEmpty(t, charge)
+			op, err := f.l.Get(context.Background(), "acme", f.ids["acme-charge"])
+			require.NoError(t, err)
+			assert.Equal(t, "R-1", charge[0][11])
+			assert.Equal(t, op.DownstreamKeySent(), charge[0][12])
+			assert.NotEmpty(t, charge[0][12])
+			assert.Equal(t, "refund requested, card ***", charge[0][13], "as recorded: masked when the operation was submitted")
+			pending := rowsOf(body, f.ids["acme-ticket-pending"])
+			require.NotEmpty(t, pending)
+			assert.Empty(t, pending[0][11], "no reference before an attempt succeeded")
+			assert.Equal(t, "'-because", pending[0][13], "a justification is a cell like any other: neutralised")
+		})
 		t.Run("events", func(t *testing.T) {
 			failed := rowsOf(body, f.ids["acme-ticket-failed"])
 			evs, err := f.l.Events(context.Background(), "acme", f.ids["acme-ticket-failed"])
 			require.NoError(t, err)
 			require.Len(t, failed, len(evs))
 			for i, e := range evs {
-				assert.Equal(t, e.Type, failed[i][13])
-				assert.Equal(t, e.At.UTC().Format(time.RFC3339Nano), failed[i][12])
+				assert.Equal(t, e.Type, failed[i][16])
+				assert.Equal(t, e.At.UTC().Format(time.RFC3339Nano), failed[i][15])
 				assert.Equal(t, "rejected", failed[i][10])
 			}
 		})
@@ -203,8 +231,7 @@ func TestExportCSV(t *testing.T) {
 			assert.Equal(t, "#chain_head", trailer[0])
 			assert.Equal(t, res.Entry.Hash, trailer[2])
 			assert.Equal(t, res.SHA256, trailer[3])
-			end := bytes.LastIndexByte(out[:len(out)-1], '\n') + 1
-			sum := sha256.Sum256(out[:end])
+			sum := sha256.Sum256(beforeTrailer(out))
 			assert.Equal(t, hex.EncodeToString(sum[:]), trailer[3], "the digest covers every byte before the trailer")
 		})
 	})
@@ -272,8 +299,7 @@ func TestExportNDJSON(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, export.ChainHead{Seq: seq, Hash: head}, tr.ChainHead, "the chain head the export was taken at")
 			assert.JSONEq(t, `{"tenant":"acme","from":"2026-11-29T10:00:00Z"}`, string(tr.Filter))
-			body := out[:bytes.LastIndexByte(out[:len(out)-1], '\n')+1]
-			sum := sha256.Sum256(body)
+			sum := sha256.Sum256(beforeTrailer(out))
 			assert.Equal(t, hex.EncodeToString(sum[:]), tr.ExportSHA256)
 
 			e, err := tr.AuditEntry.Entry()

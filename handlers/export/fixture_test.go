@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/require"
 )
@@ -60,9 +61,12 @@ func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 
 // fixture is a ledger seeded with operations of two tenants in known states, at known times.
 type fixture struct {
-	l   *models.Ledger
-	cat *catalog.Catalog
-	ids map[string]string // fixture name → operation id
+	l     *models.Ledger
+	cat   *catalog.Catalog
+	ids   map[string]string // fixture name → operation id
+	clock *fakeClock
+	// keys are the ledger's audit signing keys, as an auditor's KEYFILE holds them.
+	keys models.AuditKeySet
 }
 
 // seeded op: name, tenant, key, tool, params, hour created (after t0), how it ends.
@@ -81,13 +85,24 @@ var seedOps = []seedOp{
 	{"globex-charge", "globex", "k-charge", "payments.charge", `{"amount":5,"card_number":"` + globexCard + `"}`, 4, models.StateSucceeded, "", ""},
 }
 
+// justifications are the agents' reasons of some seeded operations, as the ledger records
+// them: already masked of the call's sensitive values (jobs masks them on submission).
+var justifications = map[string]string{"acme-charge": "refund requested, card ***", "acme-ticket-pending": "-because"}
+
 func newFixture(t *testing.T, d models.Dialect) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Load([]byte(toolsYAML))
 	require.NoError(t, err)
 	clock := &fakeClock{now: t0}
-	l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clock.Now})
+	db := testdb.Open(t, d)
+	dk, err := datakey.Parse(datakey.Generate(), "")
+	require.NoError(t, err)
+	key, err := models.LedgerKey(ctx, db, dk)
+	require.NoError(t, err)
+	l := models.New(models.Config{DB: db, Dialect: d, Now: clock.Now, DataKeys: dk, Key: key})
+	_, err = l.GenerateAuditKey(ctx, models.Requester{Actor: models.ActorCLI})
+	require.NoError(t, err)
 	callers := map[string]*models.Caller{}
 	for _, tenant := range []string{"acme", "globex"} {
 		_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, tenant)
@@ -97,12 +112,14 @@ func newFixture(t *testing.T, d models.Dialect) *fixture {
 		callers[tenant], err = l.Authenticate(ctx, k.Secret)
 		require.NoError(t, err)
 	}
-	f := &fixture{l: l, cat: cat, ids: map[string]string{}}
+	f := &fixture{l: l, cat: cat, ids: map[string]string{}, clock: clock}
 	for _, s := range seedOps {
 		clock.Set(t0.Add(time.Duration(s.hour) * time.Hour))
 		f.ids[s.name] = seed(t, l, callers[s.tenant], s)
 	}
 	clock.Set(t0.Add(24 * time.Hour))
+	f.keys, err = l.AuditKeys(ctx)
+	require.NoError(t, err)
 	return f
 }
 
@@ -111,7 +128,8 @@ func seed(t *testing.T, l *models.Ledger, c *models.Caller, s seedOp) string {
 	t.Helper()
 	ctx := context.Background()
 	in := models.NewOperation{Tenant: c.Tenant, PrincipalID: c.PrincipalID, APIKeyID: c.Key.ID, Key: s.key, Tool: s.tool,
-		Fingerprint: "sha256:" + s.name, Params: []byte(s.params), WorkflowRunID: s.workflow, StepID: s.step, Actor: c.Actor()}
+		Fingerprint: "sha256:" + s.name, Params: []byte(s.params), WorkflowRunID: s.workflow, StepID: s.step, Actor: c.Actor(),
+		Justification: justifications[s.name]}
 	if s.end != models.StatePending {
 		in.Claim = &models.ClaimSpec{Worker: "w1", LeaseFor: time.Minute}
 	}

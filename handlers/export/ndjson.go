@@ -57,24 +57,20 @@ func (n *ndjsonBody) close() error {
 	return nil
 }
 
-// trailer writes the last line to w, outside the digest.
-func (n *ndjsonBody) trailer(w io.Writer, t Trailer) error {
-	b, err := encodeTrailer(t)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("export: ndjson trailer: %w", err)
-	}
-	return nil
-}
+// trailer returns the trailer line, newline included.
+func (n *ndjsonBody) trailer(t Trailer) ([]byte, error) { return encodeTrailer(t) }
+
+// signature returns the signature line, newline included.
+func (n *ndjsonBody) signature(s Signature) ([]byte, error) { return encodeLine(s) }
 
 // encodeTrailer is the one byte form of an NDJSON trailer line, newline included; the offline
 // check compares a file's trailer with it, so that no edit of the trailer goes unnoticed.
-func encodeTrailer(t Trailer) ([]byte, error) {
-	b, err := json.Marshal(t)
+func encodeTrailer(t Trailer) ([]byte, error) { return encodeLine(t) }
+
+func encodeLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("export: ndjson trailer: %w", err)
+		return nil, fmt.Errorf("export: ndjson %T: %w", v, err)
 	}
 	return append(b, '\n'), nil
 }
