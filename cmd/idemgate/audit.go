@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/export"
@@ -178,17 +179,19 @@ func (env *environment) auditExport(ctx context.Context, args []string) error {
 
 // auditKey runs `idemgate audit key generate|rotate|list`.
 func (env *environment) auditKey(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%s", auditUsage)
-	}
-	fs := newFlagSet("audit key "+args[0], env.stderr)
+	fs := newFlagSet("audit key", env.stderr)
 	pemOf := fs.String("pem", "", "with list: print only this key's public half, as PEM (for openssl)")
-	if err := fs.Parse(args[1:]); err != nil {
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || (*pemOf != "" && args[0] != "list") {
+	if sub == "" || fs.NArg() > 0 || (*pemOf != "" && sub != "list") {
 		return fmt.Errorf("%s", auditUsage)
 	}
+	args = []string{sub}
 	keys, err := env.dataKeys()
 	if err != nil {
 		return err
