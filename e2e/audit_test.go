@@ -12,7 +12,7 @@ import (
 )
 
 // TestAPIRefusalsAreAudited: every refused request worth investigating leaves an audit entry
-// naming who, what and which operation (SPEC §8).
+// naming who, what and which operation (docs/AUDIT.md).
 func TestAPIRefusalsAreAudited(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		g := gatewaytest.Start(t, d)

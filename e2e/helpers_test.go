@@ -23,7 +23,7 @@ const (
 	card         = "4242424242424242"
 )
 
-// operationMembers are the members of the operation object of SPEC §5, all of them always
+// operationMembers are the members of the operation object of docs/API.md, all of them always
 // present.
 var operationMembers = []string{
 	"id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref", "downstream_key",

@@ -29,7 +29,7 @@ type badInput struct {
 
 func ticketBody(params string) string { return `{"tool":"tickets.create","params":` + params + `}` }
 
-// TestBadInputRecordsAndRunsNothing walks every bad-input row of SPEC §5, and the order in
+// TestBadInputRecordsAndRunsNothing walks every bad-input row of docs/API.md, and the order in
 // which the checks apply, on one gateway: each gets its problem, and the ledger and the
 // downstream see nothing.
 func TestBadInputRecordsAndRunsNothing(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // BenchmarkMCPCatalogueSize measures what one /mcp request costs with 1, 60 and 600 tools in
 // the caller's catalogue (the test catalogue's tickets.create, then Stripe's imported tools):
 // a ping, a tools/call answered from the ledger (a replay), and a tools/list, whose size it
-// reports. The cost of a ping or a call must not grow with the catalogue (SPEC §5a: within
+// reports. The cost of a ping or a call must not grow with the catalogue (docs/MCP.md: within
 // 1.5× from 1 to 600 tools). Run it alone: go test ./e2e -run '^$' -bench MCPCatalogueSize.
 func BenchmarkMCPCatalogueSize(b *testing.B) {
 	doc, err := toolsimport.ReadOpenAPI(stripeSpec(b))

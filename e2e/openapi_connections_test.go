@@ -12,7 +12,7 @@ import (
 )
 
 // conformConnectionNotConfigured meets 422 connection-not-configured: a tool whose connection
-// needs a tenant secret the caller's tenant has not set (SPEC §4a).
+// needs a tenant secret the caller's tenant has not set (docs/TOOLS.md).
 func conformConnectionNotConfigured(t *testing.T, c *conformance, d models.Dialect) {
 	keys, err := datakey.Parse(datakey.Generate(), "")
 	require.NoError(t, err)

@@ -172,7 +172,7 @@ func conformReads(t *testing.T, c *conformance, g *gatewaytest.Gateway, ops conf
 	requireProblem(t, g, get("/v1/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S", false), http.StatusNotFound, "not-found")
 	byKey := requireOp(t, get("/v1/operation-keys/oas-create", false), http.StatusOK)
 	requireProblem(t, g, get("/v1/operation-keys/nobody-used-this", false), http.StatusNotFound, "not-found")
-	// SPEC §5's ?key= answers the same, but the document describes only the typed path.
+	// docs/API.md's ?key= answers the same, but the document describes only the typed path.
 	h := http.Header{"Authorization": {"Bearer " + g.Key}}
 	assert.Equal(t, byKey, requireOp(t, send(t, g, http.MethodGet, "/v1/operations?key=oas-create", h, nil), http.StatusOK))
 	requireProblem(t, g, send(t, g, http.MethodGet, "/v1/operations?key=nobody-used-this", h, nil), http.StatusNotFound, "not-found")

@@ -19,7 +19,7 @@ import (
 // TestRestoredLedgerRunsNothingTwice is the backup drill of issue 15: take a pg_dump of the
 // ledger, run operations, restore the dump (the ledger forgets them), and let the agent retry
 // the same keys. The retries create the operations anew, but send the downstream keys the
-// downstream saw before (SPEC §1): the ticket service, which honours keys, makes no second
+// downstream saw before (docs/STATES.md): the ticket service, which honours keys, makes no second
 // ticket; the refund service, which ignores keys, is asked first by the demo catalogue's
 // look-up by downstream key and the refund found there is the result, so nobody is paid
 // twice. The email service, with neither key support nor a look-up, sends again: no gateway

@@ -23,7 +23,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// MaxBodyBytes bounds a request body (SPEC §5).
+// MaxBodyBytes bounds a request body (docs/API.md).
 const MaxBodyBytes = 1 << 20
 
 // API serves the agent JSON API.
@@ -79,10 +79,10 @@ type operationRequest struct {
 	Justification string          `json:"justification"`
 }
 
-// MaxJustification is the longest justification taken, in characters (SPEC §5).
+// MaxJustification is the longest justification taken, in characters (docs/API.md).
 const MaxJustification = 2000
 
-// CreateOperation handles POST /v1/operations, with the checks in the order of SPEC §5.
+// CreateOperation handles POST /v1/operations, with the checks in the order of docs/API.md.
 func (a *API) CreateOperation(c echo.Context) (err error) {
 	defer func() { a.countRequest(c, err) }()
 	caller := CallerFrom(c.Request().Context())
@@ -263,7 +263,7 @@ func keyProblem(err error) *Problem {
 	return &Problem{Slug: problems.IdempotencyKeyInvalid, Detail: err.Error(), Err: err}
 }
 
-// answer renders the outcome of a submit as the table of SPEC §5 says.
+// answer renders the outcome of a submit as the table of docs/API.md says.
 func (a *API) answer(c echo.Context, res jobs.SubmitResult) error {
 	op := res.Op
 	location := "/v1/operations/" + op.ID

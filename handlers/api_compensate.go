@@ -45,7 +45,7 @@ func (a *API) Compensate(c echo.Context) error {
 	})
 	if models.ErrorCode(err) == models.CodeNotCompensable && models.ErrorOperation(err) == nil {
 		// The ledger refused to link a second compensation: the problem concerns original,
-		// so it names it, as every problem about an existing operation does (SPEC §5).
+		// so it names it, as every problem about an existing operation does (docs/API.md).
 		return &Problem{Slug: problems.NotCompensable, Op: original, Err: err,
 			Detail: "this operation already has a compensation (see its compensated_by); it is not compensated twice"}
 	}

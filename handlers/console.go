@@ -15,7 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Console serves the review console's pages (SPEC §7). The web layer resolves the session
+// Console serves the review console's pages (docs/CONSOLE.md). The web layer resolves the session
 // and checks CSRF tokens, roles and sign-in before these handlers run; they read the
 // signed-in user from the request context and pass the user's scope to every ledger read.
 type Console struct {

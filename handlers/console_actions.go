@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The review actions (SPEC §7) are form posts from the operation page, one route each, allowed
+// The review actions (docs/CONSOLE.md) are form posts from the operation page, one route each, allowed
 // to reviewers and admins (the routes check the role) on operations within their tenants (any
 // other is 404). Every action carries a reason and the state the reviewer saw (expected_state):
 // if the operation moved meanwhile the ledger refuses, and nothing changes. A success redirects

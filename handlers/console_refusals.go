@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Refused console requests worth investigating are written to the audit log (SPEC §8): who
+// Refused console requests worth investigating are written to the audit log (docs/AUDIT.md): who
 // tried what, and why it was refused. Recording never changes the answer: a refusal stands even
 // when the ledger cannot record it, and that failure is logged instead.
 

@@ -156,7 +156,7 @@ func effectiveParams(r operationRequest) []byte {
 type semantics struct {
 	tool   string
 	params any // absent and null read as an empty object, as the handler treats them
-	// exactMembers says every top-level member name is spelled exactly as SPEC §5 has it.
+	// exactMembers says every top-level member name is spelled exactly as docs/API.md has it.
 	exactMembers bool
 }
 
@@ -357,7 +357,7 @@ func TestDecodeOperationRequestReadError(t *testing.T) {
 	assert.Equal(t, problems.MalformedBody, p.Slug)
 }
 
-// TestDecodeRejectsCaseVariantMembers: SPEC §5 names the members tool, params,
+// TestDecodeRejectsCaseVariantMembers: docs/API.md names the members tool, params,
 // workflow_run_id and step_id, and the decoder means to refuse any other
 // (DisallowUnknownFields). encoding/json matches names case-insensitively, so "TOOL" and
 // "Params" are accepted as tool and params; a body with both "params" and "Params" is read as

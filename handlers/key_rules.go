@@ -7,7 +7,7 @@ import (
 )
 
 // Two rules about operation keys that POST /v1/operations, MCP tools/call and the compensate
-// endpoint share (SPEC §5).
+// endpoint share (docs/API.md).
 
 // reservedKey refuses a key of the gateway's own: keys beginning with "compensate:" name the
 // compensations it records, so an agent that took one could occupy the key of a compensation

@@ -130,7 +130,7 @@ func splitArguments(raw json.RawMessage) (json.RawMessage, *string, error) {
 	return rest, &key, nil
 }
 
-// callKey returns the operation key of a call (SPEC §5a), in order: params.idempotencyKey
+// callKey returns the operation key of a call (docs/MCP.md), in order: params.idempotencyKey
 // (which bounded has moved into _meta), _meta "idemgate/key", the operation_key argument. The
 // first two come from the agent's runtime, where a stable key belongs: when one is present, an
 // operation_key the model also filled in is not used, and never makes the call fail. A read

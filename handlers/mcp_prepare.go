@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// What bounded does to a request before the SDK reads it, and to the answer after (SPEC §5a),
+// What bounded does to a request before the SDK reads it, and to the answer after (docs/MCP.md),
 // where the SDK has no hook: it takes a tool's listed name and its own dotted name as the same
 // tool, carries params.idempotencyKey (which the SDK's types drop) into _meta, answers a method
 // it does not serve with a JSON-RPC error on every protocol revision, and advertises the

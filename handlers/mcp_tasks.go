@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An MCP task is an operation (SPEC §5a): its taskId is the operation id, so it survives any
+// An MCP task is an operation (docs/MCP.md): its taskId is the operation id, so it survives any
 // restart of gateway or client and can also be found by key; its status is read from the
 // ledger; a completed task's result is exactly what a plain call (a replay) answers.
 

@@ -21,7 +21,7 @@ func mcpTools(tools []*catalog.Tool) catalog.ToolList[*mcp.Tool] {
 	return out
 }
 
-// mcpTool describes t for tools/list: under the name every model provider takes (SPEC §5a: dots
+// mcpTool describes t for tools/list: under the name every model provider takes (docs/MCP.md: dots
 // written "__", a long name shortened), titled with its own name, with its params schema (to
 // which a state-changing tool adds the required operation_key), the schema of its structured
 // results, annotations that say what the tool does, and what it needs in _meta.
@@ -55,7 +55,7 @@ func annotations(t *catalog.Tool, upstream *mcp.ToolAnnotations) *mcp.ToolAnnota
 	return a
 }
 
-// The _meta members of a listed tool (SPEC §5a).
+// The _meta members of a listed tool (docs/MCP.md).
 const (
 	MCPMetaTool             = "idemgate/tool"              // the tool's own (dotted) name
 	MCPMetaEffect           = "idemgate/effect"            // read | idempotent | write

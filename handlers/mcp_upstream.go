@@ -15,7 +15,7 @@ import (
 // idemgate's operation: {"id", "state", "replayed"}. The result itself is the upstream's.
 const MCPMetaOperation = "idemgate/operation"
 
-// Tools of MCP servers pass through faithfully (SPEC §4b): an agent talking to an upstream
+// Tools of MCP servers pass through faithfully (docs/MCP.md): an agent talking to an upstream
 // through idemgate's /mcp sees the upstream's schemas, title, annotations and results, with
 // idemgate's additions (the operation_key input, the operation in _meta) beside them.
 

@@ -185,7 +185,7 @@ func TestWriteProblemUnknownSlugIsInternal(t *testing.T) {
 }
 
 // A commit cut off on its way may have been recorded: the 503 says so, never that nothing
-// was recorded, and tells the agent to retry with the same key (SPEC §5).
+// was recorded, and tells the agent to retry with the same key (docs/API.md).
 func TestLedgerUnavailableAfterACommitCutOffSaysItMayHaveBeenRecorded(t *testing.T) {
 	t.Parallel()
 	cut := &models.Error{Code: models.CodeUnavailable, Message: "ledger: submit: the commit was cut off", MaybeRecorded: true}

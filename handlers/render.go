@@ -6,7 +6,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// operationJSON is the operation object of SPEC §5. Its shape lives in opview, shared with the
+// operationJSON is the operation object of docs/API.md. Its shape lives in opview, shared with the
 // exports, so an exported operation reads exactly as the API renders it.
 type operationJSON = opview.Operation
 

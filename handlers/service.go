@@ -30,7 +30,7 @@ func (s *Service) Readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// AuditKeys serves the audit signing keys' public halves with their validity (SPEC §8), the
+// AuditKeys serves the audit signing keys' public halves with their validity (docs/AUDIT.md), the
 // KEYFILE of `idemgate audit verify --key` and of docs/AUDIT.md. It needs no login: a public
 // key reveals nothing, and an auditor from outside has no account. What makes a key file
 // trustworthy is how the auditor got it (over TLS from the gateway, compared with the key ids

@@ -12,7 +12,7 @@ import (
 )
 
 // CompensationKeyPrefix starts the operation keys the gateway gives compensations. It is
-// reserved (SPEC §5): an agent may not choose such a key, or it could take the key of a
+// reserved (docs/API.md): an agent may not choose such a key, or it could take the key of a
 // compensation a reviewer has yet to propose.
 const CompensationKeyPrefix = "compensate:"
 

@@ -306,7 +306,7 @@ func (e *Executor) callData(tool *catalog.Tool, op *models.Operation) (callData,
 		OperationID: op.ID, DownstreamKey: op.DownstreamKeySent(), Key: op.Key, Tenant: op.Tenant, Params: params}}, nil
 }
 
-// downstreamHeaders are the headers every request about op carries (SPEC §4), but the
+// downstreamHeaders are the headers every request about op carries (docs/TOOLS.md), but the
 // traceparent.
 func downstreamHeaders(op *models.Operation, requestID string) http.Header {
 	h := http.Header{}
@@ -332,7 +332,7 @@ func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.C
 	traceID := injectTraceparent(ctx, h)
 	if tool.HTTP.IdempotencyHeader != "" {
 		// The same on every attempt of one operation, and on the operation made anew after
-		// the ledger lost its record (SPEC §1).
+		// the ledger lost its record (docs/STATES.md).
 		h.Set(tool.HTTP.IdempotencyHeader, op.DownstreamKeySent())
 	}
 	// The same downstream key goes into the body, where the tool says the downstream reads it.

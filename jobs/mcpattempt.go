@@ -15,17 +15,17 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// The _meta members every tools/call sent to an MCP server carries (SPEC §4b).
+// The _meta members every tools/call sent to an MCP server carries (docs/MCP.md).
 const (
 	MetaOperation     = "idemgate/operation"
 	MetaDownstreamKey = "idemgate/downstream_key"
 )
 
-// The JSON-RPC errors that say the server did nothing with the call (SPEC §4b): parse error,
+// The JSON-RPC errors that say the server did nothing with the call (docs/MCP.md): parse error,
 // invalid request, method not found, invalid params.
 var rpcNothingRan = map[int64]bool{-32700: true, -32600: true, -32601: true, -32602: true}
 
-// ClassifyMCP maps what a tools/call saw to an outcome class (SPEC §4b): no session → not
+// ClassifyMCP maps what a tools/call saw to an outcome class (docs/MCP.md): no session → not
 // sent; a JSON-RPC error that says nothing ran, or a result with isError → rejected; a
 // result → succeeded; the session ending, the stream breaking, the timeout passing after the
 // call was written, or any other JSON-RPC error → ambiguous.
@@ -99,7 +99,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 // lookUpMCP calls an MCP tool's reconcile tool, and reads its answer as lookUp reads an HTTP
 // look-up's: a result is a 200 whose body is its structured result (for reconcile.found to
 // point into); an error result, a JSON-RPC error or no answer is a failed look-up, which
-// proves nothing (SPEC §4b: still UNKNOWN).
+// proves nothing (docs/MCP.md: still UNKNOWN).
 func (e *Executor) lookUpMCP(ctx context.Context, tool *catalog.Tool, op *models.Operation, cd callData) (downstream.Response, bool, string, error) {
 	if e.mcp == nil {
 		return downstream.Response{}, true, "", fmt.Errorf("%s: this process has no MCP client", tool.MCP.Server.Describe())
@@ -126,7 +126,7 @@ func (e *Executor) lookUpMCP(ctx context.Context, tool *catalog.Tool, op *models
 	return resp, resp.Err != nil, traceID, nil
 }
 
-// mcpRecordedResult is what the operation's result is (SPEC §4b): the structuredContent when
+// mcpRecordedResult is what the operation's result is (docs/MCP.md): the structuredContent when
 // the answer has one, else {"content": [...]}.
 func mcpRecordedResult(o mcpclient.Outcome) []byte {
 	if o.Structured != nil {
@@ -159,7 +159,7 @@ func scrubbedMCP(s *catalog.Secrets, o mcpclient.Outcome) mcpclient.Outcome {
 }
 
 // describeMCP writes the message recorded with a failed or retried MCP attempt, saying what is
-// known (SPEC §4b's classes), never more.
+// known (docs/MCP.md's classes), never more.
 func describeMCP(class Class, o mcpclient.Outcome) string {
 	switch {
 	case o.NotSent != nil:

@@ -1,6 +1,6 @@
-// Package jobs executes operations: the outcome classifier and retry policy of SPEC §3, the
+// Package jobs executes operations: the outcome classifier and retry policy of docs/STATES.md, the
 // request path that runs the first attempt inline, and the background jobs that keep every
-// operation moving (SPEC §6). The requests themselves are jobs/downstream's.
+// operation moving (docs/STATES.md). The requests themselves are jobs/downstream's.
 package jobs
 
 import (
@@ -10,7 +10,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// Class is what one attempt's outcome says about the side effect (SPEC §3).
+// Class is what one attempt's outcome says about the side effect (docs/STATES.md).
 type Class string
 
 // The outcome classes.
@@ -55,7 +55,7 @@ type Decision struct {
 	NextAttemptAt time.Time
 }
 
-// Decide applies SPEC §3. The model never decides whether a retry is allowed; this does.
+// Decide applies docs/STATES.md. The model never decides whether a retry is allowed; this does.
 func Decide(in PolicyInput) Decision {
 	switch in.Class {
 	case Succeeded:
@@ -129,7 +129,7 @@ func Classify(status int, wrote bool, transportErr, bodyErr error) Class {
 	case status >= 400 && status < 500:
 		return Rejected
 	default:
-		// 500, 502 and 504 are ambiguous by SPEC §3. Other 5xx, 1xx and 3xx (we never follow
+		// 500, 502 and 504 are ambiguous by docs/STATES.md. Other 5xx, 1xx and 3xx (we never follow
 		// redirects) say nothing certain about the side effect either, so they are treated
 		// the same way: the conservative reading.
 		return Ambiguous

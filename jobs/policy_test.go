@@ -40,7 +40,7 @@ type position struct {
 
 var positions = []position{{"first", 1}, {"middle", 2}, {"last", testPolicy.MaxAttempts}}
 
-// expectDecision is SPEC §3 written out as rules, independently of the implementation: the
+// expectDecision is docs/STATES.md written out as rules, independently of the implementation: the
 // state an attempt leads to and the error class recorded with it. A PENDING outcome is checked
 // separately for its timing.
 func expectDecision(class jobs.Class, effect catalog.Effect, keys, last, hadAmbiguous bool) (models.State, string) {
@@ -74,7 +74,7 @@ func expectDecision(class jobs.Class, effect catalog.Effect, keys, last, hadAmbi
 }
 
 // TestDecideEveryCombination walks class × effect × key support × attempt position ×
-// HadAmbiguous and checks each decision against SPEC §3.
+// HadAmbiguous and checks each decision against docs/STATES.md.
 func TestDecideEveryCombination(t *testing.T) {
 	t.Parallel()
 	classes := []jobs.Class{jobs.NotSent, jobs.Throttled, jobs.Ambiguous, jobs.Rejected, jobs.Succeeded}
@@ -113,7 +113,7 @@ func TestDecideEveryCombination(t *testing.T) {
 }
 
 // assertBackoffWindow checks a retry delay after attempt n lies in the full-jitter window of
-// SPEC §3: at least initial_backoff, at most min(max_backoff, initial_backoff·2^(n-1)).
+// docs/STATES.md: at least initial_backoff, at most min(max_backoff, initial_backoff·2^(n-1)).
 func assertBackoffWindow(t *testing.T, p catalog.RetryPolicy, n int, delay time.Duration) {
 	t.Helper()
 	ceiling := p.InitialBackoff
@@ -125,7 +125,7 @@ func assertBackoffWindow(t *testing.T, p catalog.RetryPolicy, n int, delay time.
 	assert.LessOrEqual(t, delay, ceiling, "delay above the backoff ceiling of attempt %d", n)
 }
 
-// TestDecideNamedCases pins the rules of SPEC §3 that matter most, one readable row each.
+// TestDecideNamedCases pins the rules of docs/STATES.md that matter most, one readable row each.
 func TestDecideNamedCases(t *testing.T) {
 	t.Parallel()
 	write, writeKeys, idem := toolFor(catalog.EffectWrite, false), toolFor(catalog.EffectWrite, true), toolFor(catalog.EffectIdempotent, false)
@@ -283,7 +283,7 @@ func TestBackoffHugeMaxBackoffDoesNotOverflow(t *testing.T) {
 // errTransport stands for any transport failure.
 var errTransport = errors.New("connection reset by peer")
 
-// TestClassify maps what the connector saw to a class, over the statuses of SPEC §3.
+// TestClassify maps what the connector saw to a class, over the statuses of docs/STATES.md.
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	bodyErr := errors.New("unexpected EOF")

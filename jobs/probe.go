@@ -19,7 +19,7 @@ const (
 	ProbeError      = "error"
 )
 
-// ProbeInput is everything the reconcile decision depends on (SPEC §4): pure, like Decide.
+// ProbeInput is everything the reconcile decision depends on (docs/TOOLS.md): pure, like Decide.
 type ProbeInput struct {
 	Status int  // 0 when no answer came
 	Failed bool // transport error or unreadable body
@@ -49,7 +49,7 @@ const (
 	probeMax     = time.Minute
 )
 
-// DecideProbe applies SPEC §4 and §4a: 2xx (with a value at reconcile.found, when the tool
+// DecideProbe applies docs/TOOLS.md: 2xx (with a value at reconcile.found, when the tool
 // names one) → found (SUCCEEDED); 404, or a 2xx without that value, once settle has passed → proven
 // not executed (PENDING if attempts remain, else FAILED_FINAL); a 404 inside the settle window
 // proves nothing yet; anything else → still UNKNOWN, asked again with backoff.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestDecideProbe: what a reconcile probe's answer means (SPEC §4), on a fixed clock. A "not
+// TestDecideProbe: what a reconcile probe's answer means (docs/TOOLS.md), on a fixed clock. A "not
 // found" proves the operation was not executed only once settle has passed since it became
 // UNKNOWN; inside the window it proves nothing, and the next probe is due exactly when the
 // window ends.

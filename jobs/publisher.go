@@ -69,7 +69,7 @@ func (c *PublisherConfig) defaults() {
 	}
 }
 
-// Publisher delivers the outbox (SPEC §6a): it claims due deliveries under a lease, posts each
+// Publisher delivers the outbox (docs/WEBHOOKS.md): it claims due deliveries under a lease, posts each
 // payload signed per Standard Webhooks, records every attempt, and retries with backoff until
 // the window closes. Any number of replicas may run one: a delivery is claimed by one at a
 // time, and one whose publisher died is claimed again when its lease runs out, so a message is

@@ -58,7 +58,7 @@ func orDuration(v, def time.Duration) time.Duration {
 	return v
 }
 
-// Recovery runs the background sweeps of SPEC §6 besides the dispatcher: lease reaper,
+// Recovery runs the background sweeps of docs/STATES.md besides the dispatcher: lease reaper,
 // reconciler, escalator and retention. Each is safe with any number of replicas: rows are
 // claimed with SKIP LOCKED or changed by compare-and-set, so two sweeps never decide the same
 // operation twice.

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// SubmitRequest is an agent's request after every check of SPEC §5 has passed.
+// SubmitRequest is an agent's request after every check of docs/API.md has passed.
 type SubmitRequest struct {
 	Caller        *models.Caller
 	Key           string
@@ -18,7 +18,7 @@ type SubmitRequest struct {
 	Params        []byte // canonical JSON
 	WorkflowRunID string
 	StepID        string
-	// Justification is the agent's reason for the call (SPEC §5): kept with the operation the
+	// Justification is the agent's reason for the call (docs/API.md): kept with the operation the
 	// first time, masked of the call's sensitive values, never part of the fingerprint.
 	Justification string
 	Compensates   string
@@ -80,7 +80,7 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 }
 
 // checkTenantSecrets refuses a new key whose tool needs a {tenant: …} secret the tenant has not
-// set (SPEC §4a): nothing is recorded, nothing is sent. A known key is answered as usual, by
+// set (docs/TOOLS.md): nothing is recorded, nothing is sent. A known key is answered as usual, by
 // Submit: a replay needs no downstream. A key recorded between this look-up and Submit's
 // would have been refused here too, and a retry with it then replays.
 func (e *Executor) checkTenantSecrets(ctx context.Context, req SubmitRequest) error {
@@ -114,7 +114,7 @@ func (e *Executor) checkTenantSecrets(ctx context.Context, req SubmitRequest) er
 
 // newOperation is the ledger's record of a call of tool with canonical params under the
 // operation key of tenant: its fingerprint and downstream key under the ledger's key
-// (SPEC §1), and, for a tool with sensitive params, the masked params the ledger keeps in
+// (docs/STATES.md), and, for a tool with sensitive params, the masked params the ledger keeps in
 // place of the clear ones when it seals them (only then: a replay need not mask).
 func (e *Executor) newOperation(tenant, key string, tool *catalog.Tool, params []byte) (models.NewOperation, error) {
 	in := models.NewOperation{Tenant: tenant, Key: key, Tool: tool.Name, Params: params,

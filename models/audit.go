@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// AuditEntry is one line of the append-only, tamper-evident audit log (SPEC §8): who did or
+// AuditEntry is one line of the append-only, tamper-evident audit log (docs/AUDIT.md): who did or
 // tried what, when, to which tenant and operation, with what outcome. Each entry stores the
 // SHA-256 of its canonical form and its predecessor's, so an edit, a removal or a reordering
 // anywhere breaks the chain from there on. No code path updates or deletes entries.

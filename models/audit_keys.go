@@ -17,7 +17,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// The audit signing key (SPEC §8) signs every export's trailer and every audit checkpoint with
+// The audit signing key (docs/AUDIT.md) signs every export's trailer and every audit checkpoint with
 // Ed25519, so that a file rewritten and rehashed by someone without the key fails to verify.
 // Its private half is sealed under the data key like a tenant secret; its public halves, the
 // retired ones included, are published with their validity (AuditKeys) so that a signature

@@ -8,7 +8,7 @@ import (
 )
 
 // Windows say how long an operation may stay in a non-terminal state before the console shows
-// it as unresolved beyond its window (SPEC §6: nothing is left stuck silently).
+// it as unresolved beyond its window (docs/STATES.md: nothing is left stuck silently).
 type Windows struct {
 	// UnknownAfter is each tool's escalate_after: how long its operations may stay UNKNOWN.
 	UnknownAfter map[string]time.Duration

@@ -25,7 +25,7 @@ const (
 	SQLite   Dialect = "sqlite"
 )
 
-// DefaultDSN is the embedded default: an SQLite file in the working directory (SPEC §9).
+// DefaultDSN is the embedded default: an SQLite file in the working directory (docs/CLI.md).
 const DefaultDSN = "idemgate.db"
 
 // IsPostgresURL reports whether dsn selects PostgreSQL (a postgres:// or postgresql:// URL).

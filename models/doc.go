@@ -1,7 +1,7 @@
 // Package models is the ledger: the durable record of every operation, and the one place that
 // decides what may change in it and how.
 //
-// It holds the schema and its migrations, the states of SPEC §2 and their legal transitions
+// It holds the schema and its migrations, the states of docs/STATES.md and their legal transitions
 // (state.go, transition.go: every change is one compare-and-set on the current state, and on
 // the fencing token where a worker writes, committed with its event), claims and leases
 // (ledger.go, attempts.go, recovery.go), reviews and reviewers' actions, the tamper-evident

@@ -31,7 +31,7 @@ const (
 	// CodeNotCompensable: the operation cannot be compensated (not SUCCEEDED, no template).
 	CodeNotCompensable Code = "not_compensable"
 	// CodeConnectionNotConfigured: the tool's connection needs a tenant secret the tenant has
-	// not set (SPEC §4a); nothing was recorded.
+	// not set (docs/TOOLS.md); nothing was recorded.
 	CodeConnectionNotConfigured Code = "connection_not_configured"
 	// CodeUnavailable: the database could not be reached or answered unexpectedly. Callers
 	// fail closed: nothing may be executed on an answer the ledger could not give.
@@ -49,7 +49,7 @@ type Error struct {
 	// MaybeRecorded says that a write's commit was cut off on its way (CodeUnavailable):
 	// the connection broke after COMMIT was sent and before the server's answer came, so
 	// the write may be durable or not. Nothing else tells which; a retry with the same
-	// Idempotency-Key finds out safely (SPEC §5).
+	// Idempotency-Key finds out safely (docs/API.md).
 	MaybeRecorded bool
 }
 

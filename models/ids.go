@@ -25,7 +25,7 @@ func NewAttemptID() string { return newID("att") }
 // APIKeyPrefixLen is how much of a key is stored in clear, to name it in lists and revoke it.
 const APIKeyPrefixLen = 12
 
-// newAPIKey returns a key in the form of SPEC §5: "idg_" + 43 url-safe base64 characters
+// newAPIKey returns a key in the form of docs/API.md: "idg_" + 43 url-safe base64 characters
 // (32 random bytes).
 func newAPIKey() (string, error) {
 	var b [32]byte

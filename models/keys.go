@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// ledgerKeySetting names the setting that holds the ledger's key (SPEC §1).
+// ledgerKeySetting names the setting that holds the ledger's key (docs/STATES.md).
 const ledgerKeySetting = "ledger.key"
 
 // newLedgerKey returns a fresh ledger key, encoded as the settings table keeps it.
@@ -25,7 +25,7 @@ func newLedgerKey() string {
 var ledgerKeyAAD = []byte(ledgerKeySetting)
 
 // LedgerKey reads the ledger's key from the migrated database db: the key of its fingerprints
-// and downstream keys (SPEC §1). The migration that introduced it generated it once, so every
+// and downstream keys (docs/STATES.md). The migration that introduced it generated it once, so every
 // replica and every command reads the same one. It never changes: were it lost, every recorded
 // fingerprint would stop matching its retries, so a ledger without it is refused rather than
 // given a new one.
@@ -104,12 +104,12 @@ func readSetting(ctx context.Context, db *gorm.DB, name string) (string, error) 
 }
 
 // Fingerprint returns the fingerprint of a call of tool with canonical params under the
-// ledger's key (SPEC §1). It is what NewOperation.Fingerprint must hold.
+// ledger's key (docs/STATES.md). It is what NewOperation.Fingerprint must hold.
 func (l *Ledger) Fingerprint(tool string, canonicalParams []byte) string {
 	return l.mustKey().Of(tool, canonicalParams)
 }
 
-// DownstreamKey returns the downstream key of tenant's operation key (SPEC §1). It is what
+// DownstreamKey returns the downstream key of tenant's operation key (docs/STATES.md). It is what
 // NewOperation.DownstreamKey must hold.
 func (l *Ledger) DownstreamKey(tenant, key string) string {
 	return l.mustKey().DownstreamKey(tenant, key)

@@ -30,7 +30,7 @@ const listenerCheck = 5 * time.Second
 // own: the listen URL when one is set; else the database URL itself, unless that one goes
 // through a transaction pooler (TransactionPooled), which lends each transaction whichever
 // server connection is free, so that notifications would arrive on a connection nobody
-// listens on. Then it is "": no listener, waiters poll (SPEC §9).
+// listens on. Then it is "": no listener, waiters poll (docs/CLI.md).
 func ListenURL(databaseURL, listenURL string) string {
 	switch {
 	case listenURL != "":

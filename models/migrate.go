@@ -247,7 +247,7 @@ CREATE TABLE bulk_decision_items (
 	PRIMARY KEY (bulk_id, seq)
 );
 `},
-	// Tenant secrets ({tenant: NAME} in a connection, SPEC §4a): sealed under the data key,
+	// Tenant secrets ({tenant: NAME} in a connection, docs/TOOLS.md): sealed under the data key,
 	// bound to the tenant and the name, never stored in clear.
 	{14, "tenant secrets", `
 CREATE TABLE tenant_secrets (
@@ -265,10 +265,10 @@ CREATE TABLE tenant_secrets (
 ALTER TABLE reviews ADD COLUMN claimed_by_id TEXT;
 ALTER TABLE bulk_decisions ADD COLUMN actor_id TEXT NOT NULL DEFAULT '';
 `},
-	// The agent's reason for an operation (SPEC §5 justification), masked, for reviewers; NULL
+	// The agent's reason for an operation (docs/API.md justification), masked, for reviewers; NULL
 	// when none was given, so a new operation without one writes nothing more.
 	{16, "justification", `ALTER TABLE operations ADD COLUMN justification TEXT;`},
-	// The whole answer of an MCP server's tool (SPEC §4b: content, structuredContent, isError),
+	// The whole answer of an MCP server's tool (docs/MCP.md: content, structuredContent, isError),
 	// which idemgate's /mcp replays as it came; result keeps what the JSON API answers. NULL
 	// for HTTP tools, so their operations write nothing more.
 	{17, "upstream result", `ALTER TABLE operations ADD COLUMN upstream_result TEXT;`},

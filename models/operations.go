@@ -309,7 +309,7 @@ func sameFingerprint(fp string, in NewOperation) bool {
 }
 
 // CompensationRefusal says why the ledger will not have op compensated, or returns nil: only a
-// SUCCEEDED operation can be undone (SPEC §2), and only while its record is kept, since its
+// SUCCEEDED operation can be undone (docs/STATES.md), and only while its record is kept, since its
 // params and result build the compensating call. It is CodeNotCompensable, carrying op. An
 // operation already compensated is not refused here: a repeated request replays its
 // compensation, and linking refuses a second, different one.

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// PayloadRenderer renders the operation object of SPEC §5 for webhook payloads, with the tool's
+// PayloadRenderer renders the operation object of docs/API.md for webhook payloads, with the tool's
 // sensitive params masked. The ledger cannot render it alone: the masking rules live in the
 // catalogue, which models does not import, so the wiring hands it one (Config.Payloads).
 type PayloadRenderer interface {
@@ -24,7 +24,7 @@ func (f PayloadRendererFunc) RenderOperation(op *Operation) (json.RawMessage, er
 
 var _ PayloadRenderer = PayloadRendererFunc(nil)
 
-// webhookPayload is the body of every delivery (SPEC §6a).
+// webhookPayload is the body of every delivery (docs/WEBHOOKS.md).
 type webhookPayload struct {
 	Type       string      `json:"type"`
 	OccurredAt time.Time   `json:"occurred_at"`

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// How the ledger talks to PostgreSQL when the URL names a primary and its standbys (SPEC §9).
+// How the ledger talks to PostgreSQL when the URL names a primary and its standbys (docs/CLI.md).
 // Finding the primary is pgx's: it tries the hosts in order and, with
 // target_session_attrs=read-write, keeps the first that accepts writes. What is ours is
 // leaving a server that stopped being the primary, promptly and without a restart:

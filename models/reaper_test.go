@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLeaseReaper runs the lease reaper on the ledger's injected clock (SPEC §6): a RUNNING
+// TestLeaseReaper runs the lease reaper on the ledger's injected clock (docs/STATES.md): a RUNNING
 // operation whose lease expired goes to UNKNOWN, since its request may have been sent; one whose
 // lease has not expired stays RUNNING; and the worker that lost the lease can record nothing
 // afterwards, neither at once nor after the operation was proven not executed and claimed again

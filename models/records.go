@@ -62,10 +62,10 @@ type Operation struct {
 	// ParamsSealed holds the params as sent downstream, encrypted with a data key (see
 	// Ledger.Params); nil when Params holds them in clear.
 	ParamsSealed *string
-	// DownstreamKey is the key sent downstream (SPEC §1); nil on operations recorded before
+	// DownstreamKey is the key sent downstream (docs/STATES.md); nil on operations recorded before
 	// downstream keys were derived, which use their id (see DownstreamKeySent).
 	DownstreamKey *string
-	// Justification is the agent's reason for the operation (SPEC §5), with the call's
+	// Justification is the agent's reason for the operation (docs/API.md), with the call's
 	// sensitive values masked; the first one recorded is kept. nil when none was given.
 	Justification *string
 	Result        *string // the downstream's 2xx body as JSON; nil when none
@@ -165,7 +165,7 @@ type Event struct {
 	Detail      *string // JSON object
 }
 
-// Review states and reasons (SPEC §5).
+// Review states and reasons (docs/API.md).
 const (
 	ReviewOpen     = "open"
 	ReviewResolved = "resolved"

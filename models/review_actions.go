@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Review actions (SPEC §7), as recorded in review_action events.
+// Review actions (docs/CONSOLE.md), as recorded in review_action events.
 const (
 	ActionConfirmSucceeded   = "confirm_succeeded"
 	ActionConfirmNotExecuted = "confirm_not_executed"

@@ -1,6 +1,6 @@
 package models
 
-// State is where an operation stands (SPEC §2).
+// State is where an operation stands (docs/STATES.md).
 type State string
 
 // The six states.
@@ -47,7 +47,7 @@ func CanTransition(from, to State) bool {
 	return false
 }
 
-// Error classes recorded on operations that failed or were stopped (SPEC §5).
+// Error classes recorded on operations that failed or were stopped (docs/API.md).
 const (
 	ErrorRejected           = "rejected"
 	ErrorAmbiguous          = "ambiguous"
@@ -59,7 +59,7 @@ const (
 	ErrorPermissionRevoked  = "permission_revoked"
 )
 
-// Event types (SPEC §5).
+// Event types (docs/API.md).
 const (
 	EventCreated            = "created"
 	EventStateChanged       = "state_changed"

@@ -11,7 +11,7 @@ import (
 )
 
 // Tenant secrets are the values of {tenant: NAME} references in the tools file's connections
-// (SPEC §4a): a tenant's own key for a downstream. They are sealed under the data key
+// (docs/TOOLS.md): a tenant's own key for a downstream. They are sealed under the data key
 // (AES-256-GCM, bound to tenant and name), set and removed by an admin, listed by name only,
 // and opened only for the downstream request.
 

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// ErrIllegalTransition is what the ledger answers a transition SPEC §2 does not allow. No
+// ErrIllegalTransition is what the ledger answers a transition docs/STATES.md does not allow. No
 // exported function asks for one; it is the state machine's last line of defence.
 var ErrIllegalTransition = errors.New("illegal transition")
 
@@ -88,7 +88,7 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	if typ := operationEventFor(c.to); typ != "" {
 		notices = append(notices, notice{typ: typ})
 	}
-	// The notifications commit with the change, or neither does (SPEC §6a).
+	// The notifications commit with the change, or neither does (docs/WEBHOOKS.md).
 	if err := l.announce(tx, now, &next, notices...); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// spec2 is SPEC §2's list of legal transitions, written out from the SPEC rather than read
+// spec2 is docs/STATES.md's list of legal transitions, written out from that page rather than read
 // from the ledger, so that the ledger is checked against the contract.
 var spec2 = map[[2]models.State]bool{
 	{models.StateAwaitingApproval, models.StatePending}:     true, // approved
@@ -48,7 +48,7 @@ func TestStateMachineIsSpec2(t *testing.T) {
 			legal++
 		}
 	}
-	assert.Equal(t, len(spec2), legal, "the legal transitions are SPEC §2's and no others")
+	assert.Equal(t, len(spec2), legal, "the legal transitions are docs/STATES.md's and no others")
 	for _, s := range models.States {
 		if s.Terminal() {
 			for _, to := range models.States {

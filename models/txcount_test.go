@@ -380,8 +380,8 @@ func TestRoundTripsOfTheHappyPath(t *testing.T) {
 		// Submit writes the operation, the attempt, then its created and attempt_started
 		// events; FinishAttempt the operation's compare-and-set (which locks its row before
 		// the attempt's, the lease reaper's lock order), the attempt, then its
-		// attempt_finished and state_changed events (SPEC §2: in the same transaction).
-		// SUCCEEDED is announced (SPEC §6a): on PostgreSQL the events' statement also asks
+		// attempt_finished and state_changed events (docs/STATES.md: in the same transaction).
+		// SUCCEEDED is announced (docs/WEBHOOKS.md): on PostgreSQL the events' statement also asks
 		// whether the tenant has a live webhook subscription, and notifies only operations
 		// another replica watches, so with neither nothing more is sent; SQLite reads the
 		// subscriptions after the events. On PostgreSQL the attempt's close goes with the

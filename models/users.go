@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Role says what a console user may do (SPEC §7).
+// Role says what a console user may do (docs/CONSOLE.md).
 type Role string
 
 // The console's roles.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Webhook event types (SPEC §6a).
+// Webhook event types (docs/WEBHOOKS.md).
 const (
 	WebhookOperationSucceeded        = "operation.succeeded"
 	WebhookOperationFailed           = "operation.failed"
@@ -15,7 +15,7 @@ const (
 	WebhookReviewOpened              = "review.opened"
 	WebhookReviewResolved            = "review.resolved"
 	// WebhookReviewExpiring warns that an approval's window closes soon (serve
-	// --approval-warning before it lapses); not in SPEC §6a's list, which it extends.
+	// --approval-warning before it lapses); not in docs/WEBHOOKS.md's list, which it extends.
 	WebhookReviewExpiring = "review.expiring"
 )
 

@@ -1,7 +1,7 @@
 package models
 
 // webhooksSchema is migration step 5: webhook subscriptions, the transactional outbox, and the
-// deliveries of each outbox message to each subscription, with every attempt (SPEC §6a).
+// deliveries of each outbox message to each subscription, with every attempt (docs/WEBHOOKS.md).
 //
 // webhook_subscriptions.secret is stored in clear, unlike API keys (kept only as a hash). An
 // API key is something a caller proves it holds, and a hash is enough to check that proof; a
@@ -64,7 +64,7 @@ CREATE TABLE webhook_attempts (
 CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id);
 `
 
-// webhookRetentionSchema is migration step 6: what bounds the outbox by age (SPEC §6 retention
+// webhookRetentionSchema is migration step 6: what bounds the outbox by age (docs/STATES.md retention
 // for notifications). ended_at is when a delivery was delivered or went dead (the retention
 // job deletes it, with its attempts, once that is older than the webhook retention, and the
 // outbox message once no delivery of it is left); a redelivery clears it. prior_attempts is

@@ -1,6 +1,6 @@
 package views
 
-// The view models of the operation page's review actions (SPEC §7). Handlers decide which
+// The view models of the operation page's review actions (docs/CONSOLE.md). Handlers decide which
 // actions a user may take on an operation in its state; these types only carry the result,
 // worded for people.
 

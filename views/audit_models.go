@@ -1,6 +1,6 @@
 package views
 
-// AuditPage is the audit log (SPEC §8): the chain's head, its last verification, a button to
+// AuditPage is the audit log (docs/AUDIT.md): the chain's head, its last verification, a button to
 // verify it now, and the entries within the user's tenants, newest first.
 type AuditPage struct {
 	Page   Page

@@ -26,7 +26,7 @@ func (k NoticeKind) urgent() bool {
 	return k == NoticeError || k == NoticeWarning
 }
 
-// stateClasses maps each operation state (SPEC §2) to its badge class.
+// stateClasses maps each operation state (docs/STATES.md) to its badge class.
 var stateClasses = map[string]string{
 	"PENDING":           "badge--pending",
 	"AWAITING_APPROVAL": "badge--awaiting-approval",

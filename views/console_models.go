@@ -219,7 +219,7 @@ type OperationPage struct {
 	Claim         *ClaimBox
 	Op            OperationRow
 	Fingerprint   string
-	DownstreamKey string // the key sent downstream (SPEC §1)
+	DownstreamKey string // the key sent downstream (docs/STATES.md)
 	Attempts      int
 	NextAttemptAt *Time
 	Completed     *Time

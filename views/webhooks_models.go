@@ -1,6 +1,6 @@
 package views
 
-// WebhooksPage is the admin page of webhook subscriptions and their deliveries (SPEC §6a).
+// WebhooksPage is the admin page of webhook subscriptions and their deliveries (docs/WEBHOOKS.md).
 type WebhooksPage struct {
 	Page   Page
 	Notice *NoticeText

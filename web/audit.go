@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// API refusals worth investigating (SPEC §8), by problem type.
+// API refusals worth investigating (docs/AUDIT.md), by problem type.
 var auditedRefusals = map[string]string{
 	problems.Unauthenticated:        "api.unauthenticated",
 	problems.ToolForbidden:          "api.tool_forbidden",

@@ -275,7 +275,7 @@ func TestExportDownload(t *testing.T) {
 }
 
 // Every refusal worth investigating and every administrative change in the console writes its
-// audit entry (SPEC §8).
+// audit entry (docs/AUDIT.md).
 func TestConsoleWritesAuditEntries(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {

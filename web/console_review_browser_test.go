@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The review flows of SPEC §7 in a real browser: resolving an UNKNOWN operation from the
+// The review flows of docs/CONSOLE.md in a real browser: resolving an UNKNOWN operation from the
 // queue, approval by two distinct reviewers, and a compensation approved under four eyes.
 // Every decision goes through the real form; what the person sees is checked on the page,
 // and what changed is checked in the ledger and at the downstream.

@@ -47,7 +47,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	// A browser page of another site is refused before anything else (DNS rebinding).
 	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), sameOrigin(cfg.TrustedProxies, cfg.AllowedOrigins), authenticate(cfg.Ledger))
 
-	// The review console (SPEC §7). Every page loads the session and checks CSRF tokens on
+	// The review console (docs/CONSOLE.md). Every page loads the session and checks CSRF tokens on
 	// posts; all but the sign-in page need a signed-in user; review actions need a reviewer
 	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
 	sm := newSessionManager(cfg, refusals)

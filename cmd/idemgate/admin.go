@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// openDB opens and migrates the database (every command does, SPEC §9) and returns it with a
+// openDB opens and migrates the database (every command does, docs/CLI.md) and returns it with a
 // function that closes it.
 func (env *environment) openDB(ctx context.Context) (*gorm.DB, models.Dialect, func(), error) {
 	db, dialect, err := models.Open(ctx, env.getenv("IDEMGATE_DATABASE_URL"))

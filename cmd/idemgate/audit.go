@@ -16,7 +16,7 @@ const auditUsage = `usage: idemgate audit verify [--export FILE [--key KEYFILE] 
        idemgate audit export [--from T] [--to T]
        idemgate audit key generate | rotate | list [--pem KEY_ID]`
 
-// audit runs `idemgate audit verify|export|key` (SPEC §8).
+// audit runs `idemgate audit verify|export|key` (docs/AUDIT.md).
 func (env *environment) audit(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%s", auditUsage)

@@ -15,7 +15,7 @@ import (
 // exportUsage is printed with every export usage error.
 const exportUsage = "usage: idemgate export --format csv|ndjson [--tenant T] [--from T] [--to T] [--state S] [--tool N] [--tools FILE]"
 
-// export writes an operation history to standard output (SPEC §8) and anchors it in the audit
+// export writes an operation history to standard output (docs/AUDIT.md) and anchors it in the audit
 // chain with actor "cli".
 func (env *environment) export(ctx context.Context, args []string) error {
 	fs := newFlagSet("export", env.stderr)

@@ -1,5 +1,5 @@
 // Command idemgate is the execution gateway: `idemgate serve` runs the API and the recovery
-// jobs; the other subcommands administer the ledger (SPEC §9).
+// jobs; the other subcommands administer the ledger (docs/CLI.md).
 package main
 
 import (

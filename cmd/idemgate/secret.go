@@ -13,7 +13,7 @@ import (
 
 const secretUsage = "usage: idemgate secret set --tenant T NAME (value: first line of standard input) | list [--tenant T] | delete --tenant T NAME"
 
-// secret runs `idemgate secret set|list|delete` (SPEC §4a, §9): a tenant's own credentials
+// secret runs `idemgate secret set|list|delete` (docs/TOOLS.md, docs/CLI.md): a tenant's own credentials
 // for its connections, sealed under IDEMGATE_DATA_KEY. No command ever prints a value.
 func (env *environment) secret(ctx context.Context, args []string) error {
 	if len(args) == 0 {

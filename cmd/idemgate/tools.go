@@ -15,7 +15,7 @@ import (
 const toolsUsage = "usage: idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME]" +
 	" | --mcp-command CMD [--name NAME] | --mcp-url URL [--connection NAME] [--name NAME]"
 
-// tools runs `idemgate tools import` (SPEC §4b, §9): it prints a tools file for a person to
+// tools runs `idemgate tools import` (docs/MCP.md, docs/CLI.md): it prints a tools file for a person to
 // review, made from an OpenAPI document or an MCP server's tools, and writes no file itself.
 func (env *environment) tools(ctx context.Context, args []string) error {
 	if len(args) == 0 {

@@ -105,7 +105,7 @@ func memoryServer(t *testing.T) (node, server string) {
 }
 
 // TestToolsImportMCPMemory: `idemgate tools import --mcp-command` starts the real
-// server-memory, lists its tools, and prints an mcp_servers file in SPEC §4b's shape: the
+// server-memory, lists its tools, and prints an mcp_servers file in docs/MCP.md's shape: the
 // server named from its package, the command as a list, every tool with its effect from its
 // annotations (read_graph is readOnlyHint, delete_entities idempotentHint, create_entities
 // neither) and a comment with its title and description.

@@ -11,7 +11,7 @@ import (
 
 const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private] | list [--tenant T] | delete ID"
 
-// webhook runs `idemgate webhook create|list|delete` (SPEC §9).
+// webhook runs `idemgate webhook create|list|delete` (docs/CLI.md).
 func (env *environment) webhook(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%s", webhookUsage)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The worst moment of a failover for an answer (SPEC §5, 503 ledger-unavailable): the
+// The worst moment of a failover for an answer (docs/API.md, 503 ledger-unavailable): the
 // connection breaks after the submit's COMMIT reached the server and before its answer came
 // back. The operation is recorded, and the gateway cannot know it. Its 503 must not say that
 // nothing was recorded; the agent's retry with the same key finds the operation and replays

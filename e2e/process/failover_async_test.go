@@ -88,7 +88,7 @@ func TestFailoverToAsynchronousStandbyAgentsRetryLostOperations(t *testing.T) {
 		}
 	})
 	t.Run("downstreams that honour keys see one effect per key", func(t *testing.T) {
-		// The downstream key is derived from tenant and key (SPEC §1): the re-created
+		// The downstream key is derived from tenant and key (docs/STATES.md): the re-created
 		// operation sends the key the downstream already knows, and it answers with the ticket
 		// it made the first time.
 		tickets := lostOf("tickets.create")

@@ -62,7 +62,7 @@ type answer struct {
 
 // agents keep a steady load of new operations on one gateway, as a fleet of agents would:
 // each takes a new key, and retries it (same key, same params) while the gateway answers
-// 503, as SPEC §5 tells agents to. They stop taking new keys when told, and finish the
+// 503, as docs/API.md tells agents to. They stop taking new keys when told, and finish the
 // key in hand.
 type agents struct {
 	s    *stack

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// PostgreSQL fails over to a synchronous standby under load (SPEC §9): the primary is killed
+// PostgreSQL fails over to a synchronous standby under load (docs/CLI.md): the primary is killed
 // (SIGKILL of every server process, as the loss of its host), the standby promoted, and the
 // load goes on against the one gateway, whose URL names both hosts. The gateway fails closed
 // while no primary answers, finds the promoted one by itself, and loses nothing it

@@ -1,4 +1,4 @@
-// Package process_test proves recovery (SPEC §2, §3, §4 reconcile, §6) with real idemgate
+// Package process_test proves recovery (docs/STATES.md, docs/TOOLS.md) with real idemgate
 // processes: built once with the race detector, started and killed like production does it,
 // against real PostgreSQL, with the sandbox as the downstream in the test process, where the
 // side effects that were actually committed are counted.

@@ -25,7 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The gateway through PgBouncer in transaction pooling mode (SPEC §9): each transaction, and
+// The gateway through PgBouncer in transaction pooling mode (docs/CLI.md): each transaction, and
 // each statement outside one, runs on whichever server connection PgBouncer lends, so nothing
 // the gateway left on a session before is there. The URL says so
 // (default_query_exec_mode=exec: no prepared statement outlives its statement), and LISTEN,

@@ -70,7 +70,7 @@ func reviewOpenedDuringProbeIsClosed(t *testing.T, s *stack) {
 }
 
 // An operation that reaches UNKNOWN after it already had a review (a first UNKNOWN episode a
-// reviewer settled, or the approval it needed) must be escalated again: SPEC §6 wants a review
+// reviewer settled, or the approval it needed) must be escalated again: docs/STATES.md wants a review
 // for every UNKNOWN older than escalate_after, at once for a tool with no look-up, and the
 // recovery invariant is "terminal, or UNKNOWN with an open review". Nothing else can ever
 // settle these operations.

@@ -1,4 +1,4 @@
-// Package export writes operation histories for auditors (SPEC §8): CSV (one row per event) or
+// Package export writes operation histories for auditors (docs/AUDIT.md): CSV (one row per event) or
 // NDJSON (one operation per line with its events and attempts), streamed from the ledger in
 // batches so memory stays constant however large the export. Every export is anchored in the
 // audit chain: it appends an export.created entry recording the filter, the counts and the

@@ -13,7 +13,7 @@ import (
 // ndjsonLine is one operation of an NDJSON export: the operation object exactly as the API
 // renders it, followed by its events (in the API's event shape) and its attempts. The attempts
 // are under attempt_history because the operation object's own "attempts" member is the count
-// (SPEC §5), which an export must not change.
+// (docs/API.md), which an export must not change.
 type ndjsonLine struct {
 	opview.Operation
 	Events         []opview.Event   `json:"events"`

@@ -1,5 +1,5 @@
 // Package opview holds the public JSON shape of an operation, its events and its attempts
-// (SPEC §5): the one rendering shared by the agent API and the exports, so that an exported
+// (docs/API.md): the one rendering shared by the agent API and the exports, so that an exported
 // operation reads exactly as the API answers it, masked the same way.
 package opview
 
@@ -11,7 +11,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// Operation is the operation object of SPEC §5, members in the documented order.
+// Operation is the operation object of docs/API.md, members in the documented order.
 type Operation struct {
 	ID            string          `json:"id"`
 	Key           string          `json:"key"`

@@ -8,7 +8,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-// Payloads returns the renderer of the operation object inside webhook payloads (SPEC §6a): the
+// Payloads returns the renderer of the operation object inside webhook payloads (docs/WEBHOOKS.md): the
 // very rendering the API answers with, masked with cat's sensitive_params, so a notification
 // never shows more than the API would.
 func Payloads(cat *catalog.Catalog) models.PayloadRenderer {

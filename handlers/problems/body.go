@@ -2,7 +2,7 @@ package problems
 
 // Body is the wire form of a problem details object (RFC 9457), the one shape the API, the MCP
 // server, the problem pages' examples and the OpenAPI document share. The standard members come
-// first; the extension members appear only where SPEC §5 says.
+// first; the extension members appear only where docs/API.md says.
 type Body struct {
 	Type                  string `json:"type"`
 	Title                 string `json:"title"`

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// exampleOperationID is the operation id the examples use, taken from SPEC §5.
+// exampleOperationID is the operation id the examples use, taken from docs/API.md.
 const exampleOperationID = "op_01JD7X4T6V8Q0W9M3K5N2P1R8S"
 
 // exampleDetails holds an illustrative detail member for each problem type.

@@ -1,4 +1,4 @@
-// Package problems is the one table of problem types the idemgate API answers with (SPEC §5).
+// Package problems is the one table of problem types the idemgate API answers with (docs/API.md).
 //
 // Every error the agent API returns is an RFC 9457 problem details object whose "type" member is
 // "/problems/<slug>". The gateway serves a human page at that path, rendered from this table, so

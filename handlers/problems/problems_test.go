@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/handlers/problems"
 )
 
-// spec lists every problem type SPEC §5 and the brief name, with the status each is answered with.
+// spec lists every problem type docs/API.md and the brief name, with the status each is answered with.
 var spec = map[string]int{
 	problems.Unauthenticated:           401,
 	problems.IdempotencyKeyMissing:     400,
@@ -28,7 +28,7 @@ var spec = map[string]int{
 	problems.OperationAwaitingApproval: 409,
 	problems.IdempotencyKeyMismatch:    422,
 	problems.IdempotencyKeyExpired:     410,
-	problems.ConnectionNotConfigured:   422, // SPEC §4a
+	problems.ConnectionNotConfigured:   422, // docs/TOOLS.md
 	problems.LedgerUnavailable:         503,
 	problems.RateLimited:               429,
 	problems.NotFound:                  404,

@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	cat, log := cfg.Catalog, cfg.Log
 	// The ledger's key is read once, here: every fingerprint and downstream key this
-	// process makes uses the key every other replica uses (SPEC §1).
+	// process makes uses the key every other replica uses (docs/STATES.md).
 	key, err := models.LedgerKey(ctx, cfg.DB, cfg.DataKeys)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -198,7 +198,7 @@ func annotatedRetrySafe(cat *catalog.Catalog) []string {
 const sessionKeySetting = "session.key"
 
 // keptSessionKey returns the console's session secret kept in the database, generating it
-// on first use (SPEC §9), with a warning: anyone who can read the database can then forge
+// on first use (docs/CLI.md), with a warning: anyone who can read the database can then forge
 // sessions.
 func keptSessionKey(ctx context.Context, l *models.Ledger, log *slog.Logger) (string, error) {
 	var b [32]byte

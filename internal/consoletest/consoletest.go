@@ -80,7 +80,7 @@ type Options struct {
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
 	Downstream bool
-	// MCPServers, when set, is an mcp_servers block (YAML, SPEC §4b) added to the catalogue:
+	// MCPServers, when set, is an mcp_servers block (YAML, docs/MCP.md) added to the catalogue:
 	// its servers are started for the test and their tools listed.
 	MCPServers string
 }

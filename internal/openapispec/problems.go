@@ -9,7 +9,7 @@ import (
 )
 
 // problem is the schema of every problem details object (RFC 9457). Its type is one of the
-// problem types of the problems table; the extension members appear exactly where SPEC §5 says.
+// problem types of the problems table; the extension members appear exactly where docs/API.md says.
 func problem() obj {
 	var types []any
 	var table strings.Builder

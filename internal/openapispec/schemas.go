@@ -2,7 +2,7 @@ package openapispec
 
 import "github.com/idemgate/idemgate/handlers/problems"
 
-// The values of the enumerations the API answers with, as SPEC §5 fixes them. The
+// The values of the enumerations the API answers with, as docs/API.md fixes them. The
 // conformance test (e2e) checks real answers against them.
 var (
 	states       = list("PENDING", "AWAITING_APPROVAL", "RUNNING", "SUCCEEDED", "FAILED_FINAL", "UNKNOWN")

@@ -1,4 +1,4 @@
-// Package openapispec builds the OpenAPI 3.1 document of idemgate's agent API (SPEC §5): every
+// Package openapispec builds the OpenAPI 3.1 document of idemgate's agent API (docs/API.md): every
 // path, header, status and problem type. The problem types, their statuses and titles come from
 // the problems table, so the document cannot name one the gateway does not have; the
 // conformance test in e2e validates real answers of a running gateway against it.

@@ -241,7 +241,7 @@ func (s *Sandbox) hold(ctx context.Context, d time.Duration) bool {
 }
 
 // abortConn closes the client connection without writing a response, so the caller sees EOF
-// after its request was sent: the ambiguous outcome of SPEC §3.
+// after its request was sent: the ambiguous outcome of docs/STATES.md.
 func abortConn(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {

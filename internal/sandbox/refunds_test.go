@@ -55,7 +55,7 @@ func TestRefundCreateAndLookup(t *testing.T) {
 
 // TestRefundReferencedByDownstreamKey: a refund records the downstream key it is given, and a
 // look-up by that key finds it, as one by the operation id does; a gateway that lost the
-// operation's record looks it up by the key it sends again (SPEC §1).
+// operation's record looks it up by the key it sends again (docs/STATES.md).
 func TestRefundReferencedByDownstreamKey(t *testing.T) {
 	sb, c := start(t)
 	body := `{"order_id":"o-8","amount_cents":5,"currency":"EUR"}`

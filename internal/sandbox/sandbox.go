@@ -2,7 +2,7 @@
 // tickets, refunds and emails that the demo catalogue calls, and the fake downstream the test
 // suites use to count the side effects that were actually committed.
 //
-// Its point is to make every failure class of SPEC §3 happen on demand. Faults are queued over
+// Its point is to make every failure class of docs/STATES.md happen on demand. Faults are queued over
 // HTTP (PUT /_faults) or from Go (AddFault) and make the next matching requests slow, throttled,
 // rejected, failed, or, most importantly, committed without the caller ever hearing about it.
 //
@@ -263,7 +263,7 @@ func decodeObject(body []byte, v any) error {
 }
 
 // referenceOf is the reference a created resource is recorded with: the downstream key the
-// request carries (SPEC §1), which outlives the record of the operation in a ledger that lost
+// request carries (docs/STATES.md), which outlives the record of the operation in a ledger that lost
 // it, or, from a gateway that sends none, the operation id.
 func referenceOf(r *http.Request) string {
 	if dk := r.Header.Get("X-Idemgate-Downstream-Key"); dk != "" {

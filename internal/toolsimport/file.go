@@ -1,4 +1,4 @@
-// Package toolsimport writes tools files (SPEC §4, §4a, §4b) from what an API already says about
+// Package toolsimport writes tools files (docs/TOOLS.md, docs/MCP.md) from what an API already says about
 // itself: an OpenAPI document's operations, or an MCP server's tools/list. What it writes is a
 // draft for a person to review, never a file the gateway reads unseen, so it says in comments
 // what it guessed and what it left out.
@@ -11,7 +11,7 @@ type File struct {
 	Servers []MCPServer // the mcp_servers: list
 }
 
-// HTTPTool is one tool of the tools: list (SPEC §4).
+// HTTPTool is one tool of the tools: list (docs/TOOLS.md).
 type HTTPTool struct {
 	Notes        []string // comment lines above the tool, for the reviewer
 	Name         string
@@ -21,7 +21,7 @@ type HTTPTool struct {
 	HTTP         HTTPSpec
 }
 
-// HTTPSpec is a tool's http: mapping (SPEC §4a).
+// HTTPSpec is a tool's http: mapping (docs/TOOLS.md).
 type HTTPSpec struct {
 	Connection        string
 	Method            string
@@ -33,7 +33,7 @@ type HTTPSpec struct {
 	SuggestedIdempotencyHeader string
 }
 
-// MCPServer is one server of the mcp_servers: list (SPEC §4b).
+// MCPServer is one server of the mcp_servers: list (docs/MCP.md).
 type MCPServer struct {
 	Name       string
 	Command    []string // stdio: the command and its arguments; or

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MCPOptions say which MCP server to import (SPEC §4b): a command to start (stdio), or a URL
+// MCPOptions say which MCP server to import (docs/MCP.md): a command to start (stdio), or a URL
 // (Streamable HTTP).
 type MCPOptions struct {
 	Command    []string // the command and its arguments, or
@@ -122,14 +122,14 @@ func mcpTool(server string, t *mcp.Tool) MCPTool {
 		out.Notes = append(out.Notes, "no annotations: effect write, the safe default")
 	}
 	if def := server + "." + t.Name; !fits(def) {
-		// The default name (SPEC §4b) would be refused; this one is not.
+		// The default name (docs/MCP.md) would be refused; this one is not.
 		out.Name = toolName(server, t.Name)
 		out.Notes = append(out.Notes, fmt.Sprintf("named %s: the default %s is not a valid tool name", out.Name, def))
 	}
 	return out
 }
 
-// annotatedEffect is the effect SPEC §4b reads from a tool's annotations: readOnlyHint →
+// annotatedEffect is the effect docs/MCP.md reads from a tool's annotations: readOnlyHint →
 // read, else idempotentHint → idempotent, else write (no annotations: write, the safe guess).
 func annotatedEffect(a *mcp.ToolAnnotations) string {
 	switch {
@@ -163,7 +163,7 @@ func mcpHeader(opts MCPOptions, info *mcp.Implementation, n int) []string {
 		lines = append(lines, "The command starts in every process that executes operations (serve, worker): it must be installed",
 			"there; what it needs from the environment goes in env: (the child gets PATH and HOME besides).")
 	case opts.Connection != "":
-		lines = append(lines, fmt.Sprintf("Connection %q is not declared here: declare it under connections: (SPEC §4a) for the server's credentials.", opts.Connection))
+		lines = append(lines, fmt.Sprintf("Connection %q is not declared here: declare it under connections: (docs/TOOLS.md) for the server's credentials.", opts.Connection))
 	default:
 		lines = append(lines, "No --connection: requests to the server carry no credentials.")
 	}

@@ -15,7 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// mcpFile is the shape SPEC §4b gives an mcp_servers file, as far as import writes it.
+// mcpFile is the shape docs/MCP.md gives an mcp_servers file, as far as import writes it.
 type mcpFile struct {
 	MCPServers []struct {
 		Name       string   `yaml:"name"`
@@ -30,7 +30,7 @@ type mcpFile struct {
 	} `yaml:"mcp_servers"`
 }
 
-// parseMCPFile decodes out strictly: a field SPEC §4b does not name is an error.
+// parseMCPFile decodes out strictly: a field docs/MCP.md does not name is an error.
 func parseMCPFile(t *testing.T, out string) mcpFile {
 	t.Helper()
 	dec := yaml.NewDecoder(strings.NewReader(out))

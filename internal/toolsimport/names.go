@@ -15,7 +15,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// The names the tools file takes (SPEC §4, §4a, §4b).
+// The names the tools file takes (docs/TOOLS.md, docs/MCP.md).
 var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)

@@ -18,7 +18,7 @@ type OpenAPIOptions struct {
 	// Operations are the operationIds to import, in the order given; every operation when
 	// empty.
 	Operations []string
-	// Connection is the connection each tool's http names (SPEC §4a), and the prefix of the
+	// Connection is the connection each tool's http names (docs/TOOLS.md), and the prefix of the
 	// tools' names; "" for none (URLs are then absolute, names start with "api.").
 	Connection string
 	// Source names the document in the header comment (its file name).
@@ -74,7 +74,7 @@ func OpenAPI(data []byte, opts OpenAPIOptions) (*File, error) {
 	return d.Import(opts)
 }
 
-// Import returns a tools file with one tool per operation (SPEC §4b). Naming an operationId
+// Import returns a tools file with one tool per operation (docs/MCP.md). Naming an operationId
 // the document lacks is an error that lists them, so a typo does not quietly import less. The
 // document is only read, so imports from one document may run at once.
 func (d *OpenAPIDocument) Import(opts OpenAPIOptions) (*File, error) {
@@ -265,7 +265,7 @@ func openAPIHeader(doc *openapi3.T, opts OpenAPIOptions, n int) []string {
 	if u, err := url.Parse(serverURL(doc.Servers)); err == nil && u.Host != "" {
 		base = u.Scheme + "://" + u.Host
 	}
-	lines = append(lines, fmt.Sprintf("Connection %q is not declared here: declare it under connections: (SPEC §4a) with base_url %s.", opts.Connection, base))
+	lines = append(lines, fmt.Sprintf("Connection %q is not declared here: declare it under connections: (docs/TOOLS.md) with base_url %s.", opts.Connection, base))
 	if doc.Components != nil && len(doc.Components.SecuritySchemes) > 0 {
 		var schemes []string
 		for _, name := range slices.Sorted(maps.Keys(doc.Components.SecuritySchemes)) {

@@ -40,7 +40,7 @@ type schemaConverter struct {
 	budget *expansion
 }
 
-// The bounds of one import's expansion of schemas (SPEC §4b): a document whose $refs fan out
+// The bounds of one import's expansion of schemas (docs/MCP.md): a document whose $refs fan out
 // (each schema naming dozens of others, four deep) expands past any size a person could
 // review long before it ends. Stripe's whole document expands to about 2 MB.
 const (

@@ -389,7 +389,7 @@ func describe(o operation) string {
 
 var htmlTag = regexp.MustCompile(`<[^>]*>`)
 
-// effectOf is the effect SPEC §4b gives an HTTP method.
+// effectOf is the effect docs/MCP.md gives an HTTP method.
 func effectOf(method string) string {
 	switch method {
 	case http.MethodGet:

@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// WriteYAML prints f as a tools file. Fields come in the order SPEC §4 lists them, and schema
+// WriteYAML prints f as a tools file. Fields come in the order docs/TOOLS.md lists them, and schema
 // keywords in the order a person reads a schema (type and description first, subschemas
 // last), not alphabetically as encoding a map would.
 func (f *File) WriteYAML(w io.Writer) error {

@@ -1,5 +1,5 @@
 // Package catalog holds the tool catalogue: the tools operators declare in the tools file
-// (SPEC §4), validated once at start-up, and the built-in demo catalogue.
+// (docs/TOOLS.md), validated once at start-up, and the built-in demo catalogue.
 //
 // A Catalog is immutable after Load; every lookup is safe for concurrent use.
 package catalog
@@ -14,7 +14,7 @@ import (
 )
 
 // Effect says what repeating a tool's call does to the world. It decides, with the downstream's
-// key support, whether an ambiguous attempt may be retried (SPEC §3).
+// key support, whether an ambiguous attempt may be retried (docs/STATES.md).
 type Effect string
 
 // The effects a tool may declare.
@@ -65,7 +65,7 @@ type HTTPSpec struct {
 	Timeout           time.Duration
 	IdempotencyHeader string // "" when the downstream does not honour keys
 	ResultReference   string // JSON pointer into the 2xx body, "" for none
-	// Connection is the connection the tool's requests go through (SPEC §4a), nil for none.
+	// Connection is the connection the tool's requests go through (docs/TOOLS.md), nil for none.
 	Connection *Connection
 	// Body is how the params are sent: BodyJSON, BodyForm, BodyNone, or "" for the default
 	// (see Encoding).
@@ -85,7 +85,7 @@ type HeaderTemplate struct {
 	tmpl *compiledTemplate
 }
 
-// Body encodings (SPEC §4a).
+// Body encodings (docs/TOOLS.md).
 const (
 	BodyJSON = "json"
 	BodyForm = "form"
@@ -137,7 +137,7 @@ func (t *Tool) RetrySafe() bool {
 }
 
 // HonoursKey reports whether the downstream deduplicates by the downstream key idemgate sends,
-// in a header or a body field (SPEC §3).
+// in a header or a body field (docs/STATES.md).
 func (t *Tool) HonoursKey() bool {
 	if t.MCP != nil {
 		return t.MCP.HonoursKey
@@ -191,7 +191,7 @@ type ConnectionSecret struct {
 // TemplateData is what URL and compensation templates may refer to.
 type TemplateData struct {
 	OperationID string
-	// DownstreamKey is the key the operation sends downstream (SPEC §1): a reconcile URL that
+	// DownstreamKey is the key the operation sends downstream (docs/STATES.md): a reconcile URL that
 	// looks it up finds the effect even after the ledger lost the operation's record.
 	DownstreamKey string
 	Key           string
@@ -211,7 +211,7 @@ type Catalog struct {
 
 // FunctionName is the tool's name as every model provider takes it (^[a-zA-Z0-9_-]{1,64}$):
 // each "." written "__", and a name still longer than 64 characters shortened to its first 55,
-// "_" and 8 hex digits of the SHA-256 of the whole (SPEC §5a). OpenAI's and Anthropic's
+// "_" and 8 hex digits of the SHA-256 of the whole (docs/MCP.md). OpenAI's and Anthropic's
 // formats and idemgate's own /mcp list tools under it.
 func (t *Tool) FunctionName() string {
 	return wireName(t.Name)

@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-// Connection is one entry of the tools file's connections (SPEC §4a): where a downstream
+// Connection is one entry of the tools file's connections (docs/TOOLS.md): where a downstream
 // lives and how the gateway proves who it is there. Its credentials are secret references,
 // never values: a Connection can be printed without showing one.
 type Connection struct {

@@ -11,8 +11,7 @@ import (
 	"text/template/parse"
 )
 
-// Two optional fields of a tool serve only the review console (README, "Choices where the SPEC
-// is silent"): summary, a one-line text that says what a call is about ("42.00 EUR to order
+// Two optional fields of a tool serve only the review console (docs/DECISIONS.md): summary, a one-line text that says what a call is about ("42.00 EUR to order
 // 1044"), and reference_url, a link into the downstream's own console where a reviewer looks
 // the operation up. Neither changes what is sent downstream.
 

@@ -74,7 +74,7 @@ func TestDemoURLs(t *testing.T) {
 	t.Parallel()
 	c := Demo(sandbox)
 	data := TemplateData{OperationID: "op_01J", DownstreamKey: "dk_4f1c", Params: map[string]any{"ticket_id": "T-1001"}, Result: map[string]any{"id": "T-1001"}}
-	// Look-ups name the downstream key, which outlives a lost record (SPEC §1, §4).
+	// Look-ups name the downstream key, which outlives a lost record (docs/STATES.md, docs/TOOLS.md).
 	urls := map[string][2]string{
 		"tickets.create":  {sandbox + "/tickets", sandbox + "/tickets?reference=dk_4f1c"},
 		"tickets.close":   {sandbox + "/tickets/T-1001/close", ""},

@@ -2,7 +2,7 @@ package catalog
 
 import "fmt"
 
-// The formats GET /v1/tools can answer in (SPEC §5). FormatMCP is served by the MCP endpoint's
+// The formats GET /v1/tools can answer in (docs/API.md). FormatMCP is served by the MCP endpoint's
 // own description of its tools, so that both say the same.
 const (
 	FormatDefault   = ""

@@ -70,7 +70,7 @@ type Options struct {
 	MCP MCPLister
 }
 
-// Load parses the YAML tools file (SPEC §4), validates every tool, applies the defaults and
+// Load parses the YAML tools file (docs/TOOLS.md), validates every tool, applies the defaults and
 // compiles schemas and templates once, so nothing about a tool can fail later for reasons the
 // file alone decides. The error names the tool and the field of every problem found.
 func Load(data []byte) (*Catalog, error) {

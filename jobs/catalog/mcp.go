@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// MCPServer is one entry of the tools file's mcp_servers (SPEC §4b): a Model Context Protocol
+// MCPServer is one entry of the tools file's mcp_servers (docs/MCP.md): a Model Context Protocol
 // server whose tools become idemgate tools. Exactly one of Command (stdio: a child process of
 // every gateway process that executes operations) and URL (Streamable HTTP) is set.
 type MCPServer struct {
@@ -25,11 +25,11 @@ type MCPServer struct {
 	Connection *Connection
 	Timeout    time.Duration // per call
 	// MaxResultBytes bounds what one answer may be: past it the call is ambiguous and the
-	// gateway stops reading (SPEC §4b), as an HTTP tool's answer is bounded.
+	// gateway stops reading (docs/MCP.md), as an HTTP tool's answer is bounded.
 	MaxResultBytes int
 }
 
-// Bounds of what a server may send (SPEC §4b).
+// Bounds of what a server may send (docs/MCP.md).
 const (
 	DefaultMaxResultBytes = 1 << 20
 	MaxMaxResultBytes     = 64 << 20
@@ -212,7 +212,7 @@ func buildMCPServers(items []*yaml.Node, conns map[string]*Connection, chk conne
 			case !ok:
 				add("connection", "unknown connection %q", raw.Connection)
 			case c != nil && len(c.TenantSecrets()) > 0:
-				// One session serves every tenant's calls (SPEC §4b), so it cannot present
+				// One session serves every tenant's calls (docs/MCP.md), so it cannot present
 				// one tenant's credentials.
 				add("connection", "connection %q uses {tenant: …} secrets; a server's one session serves every tenant", raw.Connection)
 			default:
@@ -384,7 +384,7 @@ func DefaultMCPToolName(server, upstream string) string {
 	return server + "." + b.String()
 }
 
-// UpstreamEffect is the effect the upstream's annotations imply (SPEC §4b).
+// UpstreamEffect is the effect the upstream's annotations imply (docs/MCP.md).
 func UpstreamEffect(u UpstreamTool) Effect {
 	switch {
 	case u.hint("readOnlyHint"):
@@ -552,7 +552,7 @@ func (c *Catalog) MCPServers() []*MCPServer {
 // credentialWords are the words of an environment variable's name that say it holds a
 // credential (GITHUB_PERSONAL_ACCESS_TOKEN, BRAVE_API_KEY, PGPASSWORD): such a value must be
 // a secret reference, so that it is read from where secrets live and masked wherever the
-// server echoes it, as a connection's credentials are (SPEC §4a).
+// server echoes it, as a connection's credentials are (docs/TOOLS.md).
 var credentialWords = regexp.MustCompile(`(?i)(^|[_.-])(key|apikey|token|secret|password|passwd|pass|pwd|credentials?|auth|pat|private)([_.-]|$)|password|secret|token`)
 
 // credentialName reports whether an environment variable's name says it holds a credential.

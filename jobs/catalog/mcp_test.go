@@ -170,7 +170,7 @@ func TestMCPIdempotencyArgumentLeavesTheSchema(t *testing.T) {
 	assert.Contains(t, l.tools["sq"][0].InputSchema["required"], "idempotency_key", "the upstream's schema is not changed")
 }
 
-// TestMCPServerBounds: what a server lists and what its env holds are bounded as SPEC §4b
+// TestMCPServerBounds: what a server lists and what its env holds are bounded as docs/MCP.md
 // says: a huge description or schema stops the gateway naming the tool, unless the file gives
 // its own; a literal credential in env is refused (a reference is masked where the server
 // echoes it, a literal could not be); max_result_bytes has a default and a range.

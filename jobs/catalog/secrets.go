@@ -80,7 +80,7 @@ func newSecrets(values []string) *Secrets {
 	return &Secrets{values: values, forms: forms, replacer: strings.NewReplacer(pairs...)}
 }
 
-// With returns s with more values to scrub (a connection's credentials, SPEC §4a): they are
+// With returns s with more values to scrub (a connection's credentials, docs/TOOLS.md): they are
 // masked exactly as a sensitive param's echo is. s itself is unchanged; nil is fine.
 func (s *Secrets) With(values ...string) *Secrets {
 	if len(values) == 0 {

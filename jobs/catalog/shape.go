@@ -54,7 +54,7 @@ func joinBase(conn *Connection, src, named string) (string, error) {
 }
 
 // validateShape checks how the request carries the params and the downstream key: the body's
-// encoding, templated headers and the key's places in the body (SPEC §4a).
+// encoding, templated headers and the key's places in the body (docs/TOOLS.md).
 func validateShape(t *Tool, raw *rawHTTP, ec *collector) {
 	switch raw.Body {
 	case "": // json, none for GET (HTTPSpec.Encoding)

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Defaults applied by Load (SPEC §4).
+// Defaults applied by Load (docs/TOOLS.md).
 const (
 	DefaultMethod          = http.MethodPost
 	DefaultTimeout         = 10 * time.Second

@@ -53,7 +53,7 @@ func encodeBody(c Call) ([]byte, string, error) {
 }
 
 // EncodeForm writes params as application/x-www-form-urlencoded, nested the way Stripe and
-// Rails read it (SPEC §4a): metadata[order]=1042, items[0][price]=p_1, tags[0]=a; booleans
+// Rails read it (docs/TOOLS.md): metadata[order]=1042, items[0][price]=p_1, tags[0]=a; booleans
 // true/false; numbers as written; null members, empty objects and empty lists left out.
 // Members are written in the order of their names, so one set of params is one body.
 func EncodeForm(params map[string]any) string {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// tokenCache keeps OAuth2 tokens in memory until they expire (SPEC §4a), one per connection,
+// tokenCache keeps OAuth2 tokens in memory until they expire (docs/TOOLS.md), one per connection,
 // tenant and client: never in the ledger, never logged.
 type tokenCache struct {
 	mu      sync.Mutex

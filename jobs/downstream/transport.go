@@ -1,5 +1,5 @@
-// Package downstream sends the gateway's requests to the systems its tools change (SPEC §3,
-// §4a): the transport and its TLS settings (this file), the credentials a connection
+// Package downstream sends the gateway's requests to the systems its tools change (docs/STATES.md,
+// docs/TOOLS.md): the transport and its TLS settings (this file), the credentials a connection
 // presents (credentials.go, oauth2.go) and the encodings of a body (encoding.go). The
 // executor hands it a Call and gets a Response back; it never learns how a credential was
 // found or a body was spelled. Every credential a request carried comes back in

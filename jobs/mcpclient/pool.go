@@ -1,5 +1,5 @@
-// Package mcpclient is idemgate as a client of the MCP servers its tools file declares (SPEC
-// §4b): one session per server per process, every call multiplexed on it; a stdio server is
+// Package mcpclient is idemgate as a client of the MCP servers its tools file declares
+// (docs/MCP.md): one session per server per process, every call multiplexed on it; a stdio server is
 // a child process, restarted with backoff when it exits, its standard error in the gateway's
 // log; a Streamable HTTP server is reconnected with backoff when its session ends. It sends
 // calls and reports what it saw; what that means for an operation is jobs' to decide.

@@ -2,7 +2,7 @@
 //
 // A fingerprint is "hmac-sha256:" followed by the lower-case hex HMAC-SHA256,
 // under the ledger's key, of the RFC 8785 (JCS) canonical JSON of
-// {"tool": <name>, "params": <params>} (SPEC §1). Key order, insignificant
+// {"tool": <name>, "params": <params>} (docs/STATES.md). Key order, insignificant
 // whitespace, string escapes and number spelling (1.0, 1, 1e0) do not change
 // it. It is keyed because it is shown wherever the operation is: a plain hash
 // would let anyone who sees it test guesses of a masked param offline.
@@ -51,7 +51,7 @@ const KeySize = 32
 const DownstreamKeyPrefix = "dk_"
 
 // Key is a ledger's secret key: it keys the fingerprints and derives the downstream keys
-// (SPEC §1). It is safe for concurrent use.
+// (docs/STATES.md). It is safe for concurrent use.
 type Key struct {
 	pool sync.Pool // of *hasher holding an HMAC keyed with the ledger's key
 }
@@ -103,7 +103,7 @@ func (k *Key) Fingerprint(tool string, rawParams []byte) (string, error) {
 }
 
 // DownstreamKey returns the key sent to the downstream for the operation key of tenant
-// (SPEC §1): "dk_" and the first 32 hex digits of the HMAC-SHA256 of tenant, NUL, key. It
+// (docs/STATES.md): "dk_" and the first 32 hex digits of the HMAC-SHA256 of tenant, NUL, key. It
 // depends on nothing else, so an operation the ledger lost and the agent's retry created anew
 // sends the key the downstream already saw.
 func (k *Key) DownstreamKey(tenant, key string) string {

@@ -197,7 +197,7 @@ func TestKeyed(t *testing.T) {
 }
 
 // TestDownstreamKey: "dk_" and the first 32 hex digits of HMAC-SHA256(key, tenant NUL key)
-// (SPEC §1), where the NUL keeps ("ab", "c") and ("a", "bc") apart.
+// (docs/STATES.md), where the NUL keeps ("ab", "c") and ("a", "bc") apart.
 func TestDownstreamKey(t *testing.T) {
 	mac := hmac.New(sha256.New, testKeyRaw)
 	mac.Write([]byte("acme\x00order-1:refund"))

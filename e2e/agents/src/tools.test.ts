@@ -53,7 +53,7 @@ test("OpenAI Responses API, strict: flat shape, accepted as it is", async () => 
   assert.ok(plain.every((t) => t.strict === false), "without strict=true, strict is false, never left to default");
 });
 
-test("OpenAI, not strict: the SPEC's shape, which strict mode would refuse for optional params", async () => {
+test("OpenAI, not strict: the documented shape, which strict mode would refuse for optional params", async () => {
   const list = (await tools<Schemas["OpenAITool"]>("?format=openai")).map(asChatTool);
   for (const t of list) {
     assert.deepEqual(Object.keys(t.function).sort(), ["description", "name", "parameters"]);
