@@ -106,8 +106,9 @@ func (l *Ledger) Changes() *Hub { return l.changes }
 
 func (l *Ledger) clock() time.Time { return l.now().UTC().Truncate(time.Microsecond) }
 
-// Ready reports whether the database answers, accepts writes, and has the schema this build
-// expects. A PostgreSQL server that takes no writes (a standby, an old primary) is not
+// Ready reports whether the database answers, accepts writes, and has a schema this build can
+// serve: its own, or a newer one whose steps this build's schema still serves (a rolling
+// upgrade). A PostgreSQL server that takes no writes (a standby, an old primary) is not
 // ready: nothing could be recorded there.
 func (l *Ledger) Ready(ctx context.Context) error {
 	if l.dialect == Postgres {
@@ -119,8 +120,15 @@ func (l *Ledger) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if v != SchemaVersion() {
-		return errorf(CodeUnavailable, "ledger: schema version %d, want %d", v, SchemaVersion())
+	switch {
+	case v < SchemaVersion():
+		return errorf(CodeUnavailable, "ledger: schema version %d, want %d: run idemgate migrate", v, SchemaVersion())
+	case v > SchemaVersion():
+		// A newer release has migrated the ledger during a rolling upgrade: this replica stays
+		// in service while the ledger still serves it.
+		if err := servesThisBuild(l.db.WithContext(ctx), v); err != nil {
+			return errorf(CodeUnavailable, "ledger: %v", err)
+		}
 	}
 	return nil
 }

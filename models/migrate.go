@@ -18,6 +18,21 @@ type migration struct {
 	sql     string
 }
 
+// expands are the steps that only add what the binaries of older schemas ignore (columns,
+// tables, indexes built CONCURRENTLY), by the oldest schema that still runs on a ledger they
+// have migrated. Every other step serves only binaries of its own schema. The rule for new
+// steps is in docs/OPERATIONS.md ("Upgrading"): expand, then contract one release later.
+var expands = map[int]int{22: 21}
+
+// servesFrom is the oldest schema a binary may know and still run on a ledger migrated by
+// step m.
+func (m migration) servesFrom() int {
+	if from, ok := expands[m.version]; ok {
+		return from
+	}
+	return m.version
+}
+
 var migrations = []migration{
 	{1, "ledger", `
 CREATE TABLE tenants (
@@ -301,6 +316,10 @@ CREATE TABLE operation_repeats (
 	// The audit signing key (models/audit_keys.go). From this step on, new audit entries are
 	// hashed in the canonical form (models/audit.go); the entries before keep their hashes.
 	{21, "audit signing keys", auditKeysSchema},
+	// Each step now records the oldest schema it still serves, so that a binary finding a
+	// ledger newer than it knows can tell whether it may go on (a rolling upgrade: expand
+	// first, contract one release later). Only adds a column: schema 21 binaries ignore it.
+	{22, "rolling upgrades", `ALTER TABLE schema_migrations ADD COLUMN serves_from INTEGER`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation
@@ -395,7 +414,8 @@ func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
 			return fmt.Errorf("read version: %w", err)
 		}
 		if current > SchemaVersion() {
-			return fmt.Errorf("database schema version %d is newer than this build (%d)", current, SchemaVersion())
+			// A newer release migrated the ledger: go on while it still serves this one.
+			return servesThisBuild(tx, current)
 		}
 		for _, m := range migrations {
 			if m.version <= current {
@@ -406,8 +426,15 @@ func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
 					return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
 				}
 			}
-			if err := tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.version, m.name, time.Now().UTC()).Error; err != nil {
+			var err error
+			if m.version >= servesFromStep {
+				err = tx.Exec("INSERT INTO schema_migrations (version, name, applied_at, serves_from) VALUES (?, ?, ?, ?)",
+					m.version, m.name, time.Now().UTC(), m.servesFrom()).Error
+			} else {
+				err = tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+					m.version, m.name, time.Now().UTC()).Error
+			}
+			if err != nil {
 				return fmt.Errorf("record step %d: %w", m.version, err)
 			}
 		}
@@ -415,6 +442,38 @@ func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// servesFromStep is the step that made schema_migrations record what each step serves.
+const servesFromStep = 22
+
+// ErrLedgerTooNew says a ledger was migrated by a release this build cannot run beside.
+type ErrLedgerTooNew struct {
+	Ledger, ServesFrom, Build int
+}
+
+func (e *ErrLedgerTooNew) Error() string {
+	return fmt.Sprintf("the ledger is at schema %d, which serves releases of schema %d and later; this build knows schema %d: run a release whose `idemgate version` says schema %d or later",
+		e.Ledger, e.ServesFrom, e.Build, e.ServesFrom)
+}
+
+// servesThisBuild reads what the ledger's newest step serves (a step before servesFromStep
+// serves only its own schema) and says whether this build may run on it.
+func servesThisBuild(db *gorm.DB, current int) error {
+	from := current
+	var recorded *int
+	if current >= servesFromStep {
+		if err := db.Raw("SELECT serves_from FROM schema_migrations WHERE version = ?", current).Scan(&recorded).Error; err != nil {
+			return unavailable("read what the ledger's schema serves", err)
+		}
+		if recorded != nil {
+			from = *recorded
+		}
+	}
+	if SchemaVersion() < from {
+		return &ErrLedgerTooNew{Ledger: current, ServesFrom: from, Build: SchemaVersion()}
 	}
 	return nil
 }
