@@ -124,7 +124,7 @@ func TestMemoryServerThroughMCP(t *testing.T) {
 		listed := map[string]*mcp.Tool{}
 		for tool, err := range s.Tools(t.Context(), nil) {
 			require.NoError(t, err)
-			listed[tool.Name] = tool
+			listed[tool.Meta["idemgate/tool"].(string)] = tool // listed as memory__create_entities
 		}
 		create := listed["memory.create_entities"]
 		require.NotNil(t, create, "listed: %v", maps.Keys(listed))

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -96,7 +97,7 @@ func TestEverythingServerLooksTheSameThroughTheGateway(t *testing.T) {
 		viaTools := map[string]*mcp.Tool{}
 		for tool, err := range via.Tools(t.Context(), nil) {
 			require.NoError(t, err)
-			viaTools[tool.Name] = tool
+			viaTools[tool.Meta["idemgate/tool"].(string)] = tool // listed as everything__echo, its own name everything.echo
 		}
 		var seen []string
 		for up, err := range direct.Tools(t.Context(), nil) {
@@ -107,12 +108,17 @@ func TestEverythingServerLooksTheSameThroughTheGateway(t *testing.T) {
 			seen = append(seen, up.Name)
 			tool := viaTools["everything."+up.Name]
 			require.NotNil(t, tool, "through the gateway: %v", slices.Sorted(maps.Keys(viaTools)))
-			assert.Equal(t, up.Title, tool.Title, up.Name)
+			assert.Equal(t, cmp.Or(up.Title, "everything."+up.Name), tool.Title, up.Name)
+			assert.Regexp(t, `^[a-zA-Z0-9_-]{1,64}$`, tool.Name)
 			assert.Equal(t, up.Description, tool.Description, up.Name)
 			assert.JSONEq(t, jsonText(t, up.OutputSchema), jsonText(t, tool.OutputSchema), up.Name)
 			wantAnn, gotAnn := *up.Annotations, *tool.Annotations
 			assert.True(t, gotAnn.IdempotentHint, "through the gateway a repeat with the same key has no effect")
+			assert.JSONEq(t, jsonText(t, up.Annotations), jsonText(t, tool.Meta["idemgate/upstream_annotations"]), "the server's own hints, kept: %s", up.Name)
+			// Through the gateway readOnlyHint and destructiveHint say the tool's effect there.
 			wantAnn.IdempotentHint, gotAnn.IdempotentHint = false, false
+			wantAnn.ReadOnlyHint, gotAnn.ReadOnlyHint = false, false
+			wantAnn.DestructiveHint, gotAnn.DestructiveHint = nil, nil
 			assert.Equal(t, jsonText(t, wantAnn), jsonText(t, gotAnn), up.Name)
 			assert.JSONEq(t, jsonText(t, up.InputSchema), jsonText(t, withoutKey(t, tool.InputSchema)), up.Name)
 

@@ -100,7 +100,7 @@ func TestToolDefinitions(t *testing.T) {
 		t.Run("only the caller's tools", func(t *testing.T) {
 			for query, want := range map[string][]string{
 				"":                  {"tickets.create", "tickets.close"},
-				"?format=mcp":       {"tickets.create", "tickets.close"},
+				"?format=mcp":       {"tickets__create", "tickets__close"},
 				"?format=openai":    {"tickets__create", "tickets__close"},
 				"?format=anthropic": {"tickets__create", "tickets__close"},
 			} {

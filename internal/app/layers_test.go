@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"handlers"},
 	{"handlers/export", "handlers/sso"},
 	{"handlers/opview"},
-	{"handlers/problems", "handlers/headers", "views"},
+	{"handlers/problems", "handlers/headers", "handlers/mcptasks", "views"},
 	{"static"},
 	{"jobs"},
 	{"jobs/mcpclient"},
@@ -32,7 +32,7 @@ var layers = [][]string{
 	{"models/testdb"},
 	{"models"},
 	{"models/fingerprint", "models/datakey"},
-	{"internal/sandbox", "internal/gctune", "internal/oidctest", "internal/mcptest", "client"},
+	{"internal/sandbox", "internal/gctune", "internal/oidctest", "internal/mcptest", "internal/buildinfo", "client"},
 }
 
 // layerOf is the index of pkg's layer; -1 when none matches.

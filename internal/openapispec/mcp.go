@@ -18,15 +18,19 @@ func mcpPath() obj {
 	notAllowed := plain("The server is stateless: it offers neither a standalone event stream nor sessions to end. Use POST.")
 	return o(
 		"post", o("operationId", "mcp", "tags", list("mcp"), "summary", "Model Context Protocol (Streamable HTTP, stateless)",
-			"description", "Authenticated with the same API keys. `tools/list` gives the key's tools (dotted names); every "+
-				"state-changing tool's `inputSchema` adds a required `operation_key` string (a read's takes it too, optional), "+
-				"and every tool's `outputSchema` describes its structured content. `GET /v1/tools?format=mcp` answers the same list. `tools/call` runs through the "+
-				"same ledger and checks as `POST /v1/operations`, under the key from `_meta` `idemgate/key` or the "+
-				"`operation_key` argument (`_meta` may also carry `idemgate/wait` in seconds, `idemgate/workflow_run_id` "+
-				"and `idemgate/step_id`). Its structured content is the operation object; a call with the same key returns "+
-				"the recorded operation and runs nothing. An outcome that is not final (in progress, `UNKNOWN`, awaiting "+
-				"approval) is not an error result: call again with the same key. A final failure, and a refusal (its "+
-				"structured content is the problem details object), are error results.",
+			"description", "Authenticated with the same API keys; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18. "+
+				"`tools/list` gives the key's tools under names every model provider takes (dots written `__`), each titled "+
+				"with its own name; every state-changing tool's `inputSchema` adds a required `operation_key` string (a "+
+				"read's takes it too, optional), and every tool's `outputSchema` describes its structured content. "+
+				"`GET /v1/tools?format=mcp` answers the same list. `tools/call` takes either name and runs through the "+
+				"same ledger and checks as `POST /v1/operations`, under the key from `params.idempotencyKey`, else `_meta` "+
+				"`idemgate/key`, else the `operation_key` argument (`_meta` may also carry `idemgate/wait` in seconds, "+
+				"`idemgate/workflow_run_id`, `idemgate/step_id` and `idemgate/justification`). Its structured content is "+
+				"the operation object; a call with the same key returns the recorded operation and runs nothing. Only a "+
+				"success is not an error result: an outcome that is not final (in progress, `UNKNOWN`, awaiting approval) "+
+				"is an error result that asks to call again with the same key, or a task for a client that speaks MCP "+
+				"tasks; a final failure and a refusal (its structured content is the problem details object) are error "+
+				"results. Methods not served are JSON-RPC error -32601.",
 			"requestBody", o("required", true, "content", o(appJSON, o("schema", schemaRef("JSONRPCMessage")))),
 			"responses", refusals(
 				code(200), o("description", "The JSON-RPC response.", "content", o(

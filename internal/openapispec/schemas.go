@@ -263,10 +263,12 @@ func namedSchemaTool(schemaMember, description string) obj {
 func mcpTool() obj {
 	hint := func(description string) obj { return o("type", "boolean", "description", description) }
 	return o("type", "object", "additionalProperties", false,
-		"required", list("name", "description", "inputSchema", "outputSchema", "annotations"),
-		"description", "A tool exactly as the MCP endpoint's `tools/list` describes it; names keep their dots.",
+		"required", list("name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"),
+		"description", "A tool exactly as the MCP endpoint's `tools/list` describes it: listed under a name every model "+
+			"provider takes, titled with its own (dotted) name.",
 		"properties", o(
-			"name", o("type", "string", "pattern", "^[a-z0-9][a-z0-9_.-]{0,63}$"),
+			"name", functionName,
+			"title", o("type", "string", "description", "The tool's own name (for a tool of an upstream MCP server, its server's title when it has one)."),
 			"description", o("type", "string"),
 			"inputSchema", schemaRef("JSONSchema"),
 			"outputSchema", freeObject.with("description", "The schema of every call's structured content: the operation "+
@@ -274,7 +276,19 @@ func mcpTool() obj {
 			"annotations", o("type", "object", "additionalProperties", false, "required", list("readOnlyHint", "idempotentHint"),
 				"properties", o(
 					"readOnlyHint", hint("True for a tool whose effect is `read`."),
-					"idempotentHint", hint("Always true: a call repeated with the same `operation_key` and arguments replays the recorded outcome."),
+					"destructiveHint", hint("True for a tool whose effect is `write`."),
+					"idempotentHint", hint("Always true: a call repeated with the same operation key and arguments replays the recorded outcome."),
+					"openWorldHint", hint("As the upstream MCP server says, for its tools."),
+					"title", o("type", "string", "description", "As the upstream MCP server says, for its tools."),
+				)),
+			"_meta", o("type", "object", "required", list("idemgate/tool", "idemgate/effect"),
+				"description", "What the tool needs, for a framework that routes approvals to its own interface.",
+				"properties", o(
+					"idemgate/tool", o("type", "string", "description", "The tool's own name."),
+					"idemgate/effect", o("type", "string", "enum", list("read", "idempotent", "write")),
+					"idemgate/requires_approval", o("type", "boolean", "description", "Present and true when a reviewer must approve each call."),
+					"idemgate/approvals", o("type", "integer", "minimum", 1, "description", "How many distinct reviewers must approve."),
+					"idemgate/upstream_annotations", freeObject.with("description", "An upstream MCP server's tool: its annotations as the server listed them."),
 				)),
 		))
 }
