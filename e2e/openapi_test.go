@@ -135,7 +135,7 @@ func conformSubmit(t *testing.T, c *conformance, g *gatewaytest.Gateway, limited
 
 	// A record past its retention: the ledger's own purge makes the tombstone.
 	expired := requireOp(t, c.send(t, g, submitReq(g.Key, "oas-expire", email, "")), http.StatusCreated)
-	n, err := g.Ledger.Purge(context.Background(), "email.send", time.Now().Add(time.Minute), 100)
+	n, err := g.Ledger.Purge(context.Background(), []string{"email.send"}, time.Now().Add(time.Minute), 100)
 	require.NoError(t, err)
 	require.Positive(t, n)
 	r = c.send(t, g, submitReq(g.Key, "oas-expire", email, ""))
@@ -238,7 +238,7 @@ func conformCompensate(t *testing.T, c *conformance, g *gatewaytest.Gateway, lim
 	requireProblem(t, g, compensate(other["id"].(string), g.Key, nil, false), http.StatusConflict, "operation-uncertain")
 
 	// The compensation's record past its retention.
-	n, err := g.Ledger.Purge(context.Background(), "tickets.close", time.Now().Add(time.Minute), 100)
+	n, err := g.Ledger.Purge(context.Background(), []string{"tickets.close"}, time.Now().Add(time.Minute), 100)
 	require.NoError(t, err)
 	require.Positive(t, n)
 	requireProblem(t, g, compensate(ops.created, g.Key, nil, false), http.StatusGone, "idempotency-key-expired")

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -241,39 +242,66 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 func (r *Recovery) EscalateOnce(ctx context.Context) (int, error) {
 	now := r.exec.now()
 	opened := 0
+	tools := r.exec.catalog.Tools()
 	names := r.exec.catalog.Names()
-	for _, t := range r.exec.catalog.Tools() {
-		wait := t.Review.EscalateAfter
+	// One query per distinct policy, not per tool: a catalogue of 600 imported tools usually
+	// shares one or two, and the sweep then costs what it costs for one tool.
+	for wait, group := range byPolicy(tools, func(t *catalog.Tool) time.Duration {
 		if t.Reconcile == nil {
-			wait = 0
+			return 0
 		}
-		n, err := r.escalate(ctx, now.Add(-wait), t.Name, names)
+		return t.Review.EscalateAfter
+	}) {
+		n, err := r.escalate(ctx, now.Add(-wait), group, names)
 		opened += n
 		if err != nil {
 			return opened, err
 		}
-		// Every tool: compensations await approval whatever their tool's own policy.
-		if _, err := r.exec.ledger.WarnExpiringApprovals(ctx, t.Name, t.Review.ApprovalTTL, r.cfg.ApprovalWarning, r.cfg.Batch); err != nil {
+	}
+	// Every tool: compensations await approval whatever their tool's own policy.
+	for ttl, group := range byPolicy(tools, func(t *catalog.Tool) time.Duration { return t.Review.ApprovalTTL }) {
+		if _, err := r.exec.ledger.WarnExpiringApprovals(ctx, group, ttl, r.cfg.ApprovalWarning, r.cfg.Batch); err != nil {
 			return opened, err
 		}
-		if err := r.lapse(ctx, t); err != nil {
+		if err := r.lapse(ctx, group, ttl); err != nil {
 			return opened, err
 		}
 	}
-	n, err := r.escalate(ctx, now, "", names) // tools the catalogue no longer has
+	n, err := r.escalate(ctx, now, nil, names) // tools the catalogue no longer has
 	return opened + n, err
 }
 
-func (r *Recovery) lapse(ctx context.Context, t *catalog.Tool) error {
-	n, err := r.exec.ledger.LapseApprovals(ctx, r.exec.worker, t.Name, t.Review.ApprovalTTL, r.cfg.Batch)
+// byPolicy groups the names of tools by the value policy gives each, in the order the values
+// first appear.
+func byPolicy[K comparable](tools []*catalog.Tool, policy func(*catalog.Tool) K) iter.Seq2[K, []string] {
+	return func(yield func(K, []string) bool) {
+		var order []K
+		groups := map[K][]string{}
+		for _, t := range tools {
+			k := policy(t)
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], t.Name)
+		}
+		for _, k := range order {
+			if !yield(k, groups[k]) {
+				return
+			}
+		}
+	}
+}
+
+func (r *Recovery) lapse(ctx context.Context, tools []string, ttl time.Duration) error {
+	n, err := r.exec.ledger.LapseApprovals(ctx, r.exec.worker, tools, ttl, r.cfg.Batch)
 	if n > 0 {
-		r.exec.log.Warn("approvals lapsed: operations ended FAILED_FINAL", "tool", t.Name, "count", n)
+		r.exec.log.Warn("approvals lapsed: operations ended FAILED_FINAL", "tools", tools, "count", n)
 	}
 	return err
 }
 
-func (r *Recovery) escalate(ctx context.Context, before time.Time, tool string, known []string) (int, error) {
-	ops, err := r.exec.ledger.Unresolved(ctx, before, tool, known, r.cfg.Batch)
+func (r *Recovery) escalate(ctx context.Context, before time.Time, tools []string, known []string) (int, error) {
+	ops, err := r.exec.ledger.Unresolved(ctx, before, tools, known, r.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -299,8 +327,8 @@ func (r *Recovery) escalate(ctx context.Context, before time.Time, tool string, 
 func (r *Recovery) RetainOnce(ctx context.Context) (int, error) {
 	now := r.exec.now()
 	total := 0
-	for _, t := range r.exec.catalog.Tools() {
-		n, err := r.exec.ledger.Purge(ctx, t.Name, now.Add(-t.Retention), r.cfg.Batch)
+	for retention, group := range byPolicy(r.exec.catalog.Tools(), func(t *catalog.Tool) time.Duration { return t.Retention }) {
+		n, err := r.exec.ledger.Purge(ctx, group, now.Add(-retention), r.cfg.Batch)
 		total += n
 		if err != nil {
 			return total, err

@@ -11,11 +11,11 @@ import (
 // lapses: the window runs from the operation's creation, as LapseApprovals measures it.
 func LapsesAt(created time.Time, ttl time.Duration) time.Time { return created.Add(ttl) }
 
-// WarnExpiringApprovals announces review.expiring, once per review, for operations of tool
+// WarnExpiringApprovals announces review.expiring, once per review, for operations of tools
 // whose approval window (ttl) closes within warn and has not closed yet. The review's
 // expiry_warned_at is set by compare-and-set in the same transaction as the outbox message,
 // so replicas sweeping together warn once between them.
-func (l *Ledger) WarnExpiringApprovals(ctx context.Context, tool string, ttl, warn time.Duration, limit int) (int, error) {
+func (l *Ledger) WarnExpiringApprovals(ctx context.Context, tools []string, ttl, warn time.Duration, limit int) (int, error) {
 	if warn <= 0 {
 		return 0, nil
 	}
@@ -27,9 +27,9 @@ func (l *Ledger) WarnExpiringApprovals(ctx context.Context, tool string, ttl, wa
 	n := 0
 	err := l.txn(ctx, "warn expiring approvals", func(tx *gorm.DB) ([]string, error) {
 		ops, err := l.dueRows(tx, "created_at", limit,
-			"state = ? AND tool = ? AND created_at >= ? AND created_at <= ? AND review_id IS NOT NULL AND "+
+			"state = ? AND tool IN ? AND created_at >= ? AND created_at <= ? AND review_id IS NOT NULL AND "+
 				"EXISTS (SELECT 1 FROM reviews r WHERE r.id = operations.review_id AND r.status = ? AND r.expiry_warned_at IS NULL)",
-			StateAwaitingApproval, tool, from, until, ReviewOpen)
+			StateAwaitingApproval, tools, from, until, ReviewOpen)
 		if err != nil {
 			return nil, err
 		}

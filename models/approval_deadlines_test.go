@@ -38,7 +38,7 @@ func TestWarnExpiringApprovals(t *testing.T) {
 		s, err := l.Submit(ctx, in)
 		require.NoError(t, err)
 		sweep := func() int {
-			n, err := l.WarnExpiringApprovals(ctx, "tickets.create", ttl, warn, 100)
+			n, err := l.WarnExpiringApprovals(ctx, []string{"tickets.create"}, ttl, warn, 100)
 			require.NoError(t, err)
 			return n
 		}
@@ -55,7 +55,7 @@ func TestWarnExpiringApprovals(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, err := l.WarnExpiringApprovals(ctx, "tickets.create", ttl, warn, 100)
+				n, err := l.WarnExpiringApprovals(ctx, []string{"tickets.create"}, ttl, warn, 100)
 				assert.NoError(t, err)
 				mu2.Lock()
 				total += n
@@ -93,7 +93,7 @@ func TestWarnExpiringApprovals(t *testing.T) {
 		assert.Zero(t, sweep())
 		assert.Empty(t, announced(t, l, s2.Op))
 
-		n, err := l.WarnExpiringApprovals(ctx, "tickets.create", ttl, -1, 100)
+		n, err := l.WarnExpiringApprovals(ctx, []string{"tickets.create"}, ttl, -1, 100)
 		require.NoError(t, err)
 		assert.Zero(t, n, "a negative warning sends none")
 	})

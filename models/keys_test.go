@@ -124,7 +124,7 @@ func TestOperationsFromBeforeTheUpgrade(t *testing.T) {
 		assert.Equal(t, models.CodeKeyMismatch, models.ErrorCode(err), "another call under the key still mismatches")
 
 		// Its tombstone: retention drops the params, the key stays spent.
-		_, err = l.Purge(ctx, "tickets.create", time.Now().Add(time.Hour), 10)
+		_, err = l.Purge(ctx, []string{"tickets.create"}, time.Now().Add(time.Hour), 10)
 		require.NoError(t, err)
 		_, err = l.Submit(ctx, upgraded(l, legacyOp(c, "before", `{"subject":"printer"}`)))
 		assert.Equal(t, models.CodeKeyExpired, models.ErrorCode(err), "a pre-upgrade tombstone is still 410")

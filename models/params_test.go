@@ -93,7 +93,7 @@ func TestSensitiveParamsSealedAtRest(t *testing.T) {
 		cancelled, err := l.Cancel(ctx, "acme", s.Op.ID, "api:agent")
 		require.NoError(t, err)
 		require.Equal(t, models.StateFailedFinal, cancelled.State)
-		_, err = l.Purge(ctx, "refunds.issue", time.Now().Add(time.Hour), 10)
+		_, err = l.Purge(ctx, []string{"refunds.issue"}, time.Now().Add(time.Hour), 10)
 		require.NoError(t, err)
 		params, sealed = storedRow(t, db, s.Op.ID)
 		assert.Nil(t, params)

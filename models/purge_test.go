@@ -26,10 +26,10 @@ func TestPurgeLeavesATombstoneAndRedactsPayloads(t *testing.T) {
 		require.NoError(t, l.DB().Exec(`INSERT INTO outbox (id, tenant, event_type, operation_id, occurred_at, payload, created_at)
 			VALUES ('msg_1', 'acme', 'operation.succeeded', ?, ?, '{"data":{"result":{"secret":"r"}}}', ?)`, s.Op.ID, time.Now().UTC(), time.Now().UTC()).Error)
 
-		n, err := l.Purge(ctx, in.Tool, time.Now().Add(-time.Hour), 10)
+		n, err := l.Purge(ctx, []string{in.Tool}, time.Now().Add(-time.Hour), 10)
 		require.NoError(t, err)
 		assert.Zero(t, n, "not yet past retention")
-		n, err = l.Purge(ctx, in.Tool, time.Now().Add(time.Hour), 10)
+		n, err = l.Purge(ctx, []string{in.Tool}, time.Now().Add(time.Hour), 10)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 

@@ -182,16 +182,16 @@ func (l *Ledger) RecordProbe(ctx context.Context, op *Operation, worker string, 
 }
 
 // Unresolved returns UNKNOWN operations without an open review that have been UNKNOWN since before
-// unknownBefore, oldest first: of tool, or, when tool is "", of every tool not in known
+// unknownBefore, oldest first: of tools, or, when tools is empty, of every tool not in known
 // (tools the catalogue no longer has, which nobody can reconcile).
-func (l *Ledger) Unresolved(ctx context.Context, unknownBefore time.Time, tool string, known []string, limit int) ([]*Operation, error) {
+func (l *Ledger) Unresolved(ctx context.Context, unknownBefore time.Time, tools []string, known []string, limit int) ([]*Operation, error) {
 	// "No open review", not "no review": an operation can come back to UNKNOWN after an
 	// earlier review was resolved (a retry a reviewer allowed, an approved run), and must be
 	// escalated again.
 	q := l.scope(ctx).Where("state = ? AND unknown_since <= ? AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.operation_id = operations.id AND r.status = ?)",
 		StateUnknown, unknownBefore.UTC(), ReviewOpen)
-	if tool != "" {
-		q = q.Where("tool = ?", tool)
+	if len(tools) > 0 {
+		q = q.Where("tool IN ?", tools)
 	} else if len(known) > 0 {
 		q = q.Where("tool NOT IN ?", known)
 	}
@@ -240,16 +240,16 @@ func (l *Ledger) OpenReview(ctx context.Context, op *Operation, reason, actor st
 	return r, nil
 }
 
-// Purge drops params (sealed ones too) and result of tool's terminal operations completed
+// Purge drops params (sealed ones too) and result of the terminal operations of tools completed
 // before cutoff, keeping the tombstone (tenant, key, fingerprint, final state, id) so the key
 // never runs again. It returns how many it purged (at most limit).
-func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit int) (int, error) {
+func (l *Ledger) Purge(ctx context.Context, tools []string, cutoff time.Time, limit int) (int, error) {
 	now := l.clock()
 	n := 0
-	err := l.txn(ctx, "purge "+tool, func(tx *gorm.DB) ([]string, error) {
+	err := l.txn(ctx, "purge", func(tx *gorm.DB) ([]string, error) {
 		sub := tx.Model(&Operation{}).Select("id").
-			Where("tool = ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
-				tool, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
+			Where("tool IN ? AND purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? AND state IN ?",
+				tools, cutoff.UTC(), []State{StateSucceeded, StateFailedFinal}).Limit(limit)
 		res := tx.Model(&Operation{}).Where("id IN (?)", sub).
 			Updates(map[string]any{"params": nil, "params_sealed": nil, "result": nil, "upstream_result": nil, "purged_at": now})
 		if res.Error != nil || res.RowsAffected == 0 {
@@ -261,7 +261,7 @@ func (l *Ledger) Purge(ctx context.Context, tool string, cutoff time.Time, limit
 		}
 		// Webhook payloads copy the (masked) params and result: they go with the record,
 		// leaving the event type, so a late redelivery still tells the receiver what happened.
-		purged := tx.Model(&Operation{}).Select("id").Where("tool = ? AND purged_at = ?", tool, now)
+		purged := tx.Model(&Operation{}).Select("id").Where("tool IN ? AND purged_at = ?", tools, now)
 		return nil, tx.Exec(`UPDATE outbox SET payload = '{"type":"' || event_type || '","redacted":"the operation passed its retention"}'
 			WHERE operation_id IN (?)`, purged).Error
 	})

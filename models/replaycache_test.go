@@ -146,7 +146,7 @@ func TestReplayCacheForgetsPurgedOperationsOnEveryReplica(t *testing.T) {
 	succeededOn(t, a, c, "refund-2")
 	cached(t, b, c, "refund-2")
 
-	n, err := a.Purge(ctx, "tickets.create", time.Now().Add(time.Hour), 100)
+	n, err := a.Purge(ctx, []string{"tickets.create"}, time.Now().Add(time.Hour), 100)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	_, err = replay(t, a, c, "refund-2")

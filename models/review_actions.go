@@ -257,13 +257,13 @@ func ProposalReasonOf(events []Event) string {
 	return ""
 }
 
-// LapseApprovals ends operations of tool that have awaited approval longer than ttl: an
+// LapseApprovals ends operations of tools that have awaited approval longer than ttl: an
 // approval not given in time must not authorise the action later.
-func (l *Ledger) LapseApprovals(ctx context.Context, worker, tool string, ttl time.Duration, limit int) (int, error) {
+func (l *Ledger) LapseApprovals(ctx context.Context, worker string, tools []string, ttl time.Duration, limit int) (int, error) {
 	now := l.clock()
 	n := 0
 	err := l.txn(ctx, "lapse approvals", func(tx *gorm.DB) ([]string, error) {
-		ops, err := l.dueRows(tx, "created_at", limit, "state = ? AND tool = ? AND created_at < ?", StateAwaitingApproval, tool, now.Add(-ttl))
+		ops, err := l.dueRows(tx, "created_at", limit, "state = ? AND tool IN ? AND created_at < ?", StateAwaitingApproval, tools, now.Add(-ttl))
 		if err != nil {
 			return nil, err
 		}

@@ -136,11 +136,11 @@ func TestApprovalLapses(t *testing.T) {
 		in.NeedsApproval = true
 		s, err := l.Submit(ctx, in)
 		require.NoError(t, err)
-		n, err := l.LapseApprovals(ctx, "w", in.Tool, time.Hour, 10)
+		n, err := l.LapseApprovals(ctx, "w", []string{in.Tool}, time.Hour, 10)
 		require.NoError(t, err)
 		assert.Zero(t, n)
 		time.Sleep(20 * time.Millisecond)
-		n, err = l.LapseApprovals(ctx, "w", in.Tool, 10*time.Millisecond, 10)
+		n, err = l.LapseApprovals(ctx, "w", []string{in.Tool}, 10*time.Millisecond, 10)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, err := l.Get(ctx, "acme", s.Op.ID)
