@@ -180,3 +180,36 @@ func TestFormNamesCannotSetTheGatewaysFields(t *testing.T) {
 		}
 	})
 }
+
+// TestPathParamsGoInTheURLOnly: a param the URL carries is not also sent in the body, as an
+// update endpoint that refuses unknown fields (Stripe's POST /v1/customers/{customer}) needs.
+// JSON and form bodies alike; both engines.
+func TestPathParamsGoInTheURLOnly(t *testing.T) {
+	t.Parallel()
+	const tools = `
+tools:
+  - name: customers.update
+    description: Update a customer
+    effect: idempotent
+    params_schema: {type: object, required: [customer], properties: {customer: {type: string}, name: {type: string}}}
+    http: {url: "{{DOWN}}/v1/customers/{{.Params.customer}}", body: form, timeout: 1s}
+  - name: orders.rename
+    description: Rename an order
+    effect: idempotent
+    params_schema: {type: object, required: [order], properties: {order: {type: string}, name: {type: string}}}
+    http: {url: "{{DOWN}}/v1/orders/{{.Params.order}}?notify={{.Params.name}}", method: PUT, timeout: 1s}
+`
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		down, u := startDownstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { writeJSON(w, http.StatusOK, map[string]string{"ok": "yes"}) })
+		g := startWithTools(t, d, tools, u, gatewaytest.Options{})
+		requireOp(t, g.Submit(t, "c-1", "customers.update", `{"customer":"cus_1","name":"Bob"}`, nil), http.StatusCreated)
+		requireOp(t, g.Submit(t, "o-1", "orders.rename", `{"order":"o_7","name":"spring"}`, nil), http.StatusCreated)
+		reqs := down.requests()
+		require.Len(t, reqs, 2)
+		assert.Equal(t, "/v1/customers/cus_1", reqs[0].Path)
+		assert.Equal(t, "name=Bob", reqs[0].Body, "the path param is not in the body")
+		assert.Equal(t, "/v1/orders/o_7", reqs[1].Path)
+		assert.Equal(t, "notify=spring", reqs[1].Query)
+		assert.JSONEq(t, `{}`, reqs[1].Body, "neither the path's nor the query's param is in the body")
+	})
+}

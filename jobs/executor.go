@@ -337,7 +337,7 @@ func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.C
 	}
 	// The same downstream key goes into the body, where the tool says the downstream reads it.
 	call := downstream.Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout,
-		Body: cd.raw, Encoding: tool.HTTP.Encoding(), KeyAt: tool.KeyParams(), Key: op.DownstreamKeySent(),
+		Body: cd.raw, Encoding: tool.HTTP.Encoding(), KeyAt: tool.KeyParams(), Omit: tool.PathParams(), Key: op.DownstreamKeySent(),
 		Connection: tool.HTTP.Connection, Tenant: op.Tenant}
 	return call, traceID, nil
 }

@@ -185,6 +185,22 @@ func (t *Tool) keyParamErrors(params any) []ParamError {
 	return errs
 }
 
+// PathParams are the top-level params the tool's URL carries ({{.Params.x}} in http.url): a
+// request sends them there and not also in its body (docs/TOOLS.md), since an API that refuses
+// unknown body fields (Stripe's update endpoints) would refuse the call.
+func (t *Tool) PathParams() []string {
+	if t.urlTmpl == nil {
+		return nil
+	}
+	var out []string
+	for _, ref := range t.urlTmpl.paramRefs() {
+		if len(ref) > 0 && !slices.Contains(out, ref[0]) {
+			out = append(out, ref[0])
+		}
+	}
+	return out
+}
+
 // Encoding is how the params are sent: the body as written, else json (none for a GET).
 func (h *HTTPSpec) Encoding() string {
 	switch {

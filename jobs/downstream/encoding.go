@@ -20,7 +20,7 @@ func encodeBody(c Call) ([]byte, string, error) {
 	}
 	body := c.Body
 	var doc map[string]any
-	if len(c.KeyAt) > 0 || c.Encoding == catalog.BodyForm {
+	if len(c.KeyAt) > 0 || len(c.Omit) > 0 || c.Encoding == catalog.BodyForm {
 		dec := json.NewDecoder(bytes.NewReader(c.Body))
 		dec.UseNumber()
 		if err := dec.Decode(&doc); err != nil {
@@ -28,6 +28,9 @@ func encodeBody(c Call) ([]byte, string, error) {
 		}
 		if doc == nil {
 			doc = map[string]any{}
+		}
+		for _, name := range c.Omit {
+			delete(doc, name)
 		}
 		for _, p := range c.KeyAt {
 			if err := catalog.SetMember(doc, p, c.Key); err != nil {

@@ -34,7 +34,9 @@ type Call struct {
 	Body     []byte
 	Encoding string
 	// KeyAt are JSON pointers into the body where Key (the downstream key) is written.
-	KeyAt   []string
+	KeyAt []string
+	// Omit are top-level params the body leaves out: the ones the URL carries.
+	Omit    []string
 	Key     string
 	Header  http.Header
 	Timeout time.Duration
