@@ -200,7 +200,9 @@ tools:
     http: {url: "{{DOWN}}/v1/orders/{{.Params.order}}?notify={{.Params.name}}", method: PUT, timeout: 1s}
 `
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		down, u := startDownstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { writeJSON(w, http.StatusOK, map[string]string{"ok": "yes"}) })
+		down, u := startDownstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+			writeJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+		})
 		g := startWithTools(t, d, tools, u, gatewaytest.Options{})
 		requireOp(t, g.Submit(t, "c-1", "customers.update", `{"customer":"cus_1","name":"Bob"}`, nil), http.StatusCreated)
 		requireOp(t, g.Submit(t, "o-1", "orders.rename", `{"order":"o_7","name":"spring"}`, nil), http.StatusCreated)
