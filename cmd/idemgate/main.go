@@ -53,7 +53,7 @@ Usage:
                                                           (value: first line of standard input; needs IDEMGATE_DATA_KEY)
   idemgate secret list [--tenant T] | secret delete --tenant T NAME
                                                           names and when each was set, never values
-  idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME]
+  idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME] [--idempotency-header NAME]
   idemgate tools import --mcp-command CMD | --mcp-url URL [--connection NAME] [--name NAME]
                                                           print a tools file to review, from an OpenAPI
                                                           document or an MCP server's tools (writes no file)

@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/internal/toolsimport"
 )
 
-const toolsUsage = "usage: idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME]" +
+const toolsUsage = "usage: idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME] [--idempotency-header NAME]" +
 	" | --mcp-command CMD [--name NAME] | --mcp-url URL [--connection NAME] [--name NAME]"
 
 // tools runs `idemgate tools import` (docs/MCP.md, docs/CLI.md): it prints a tools file for a person to
@@ -34,6 +34,7 @@ func (env *environment) toolsImport(ctx context.Context, args []string) error {
 	mcpCommand := fs.String("mcp-command", "", "the command line that starts an MCP server (stdio)")
 	mcpURL := fs.String("mcp-url", "", "an MCP server's Streamable HTTP endpoint")
 	connection := fs.String("connection", "", "the connection the tools (or the MCP server at --mcp-url) go through")
+	keyHeader := fs.String("idempotency-header", "", "with --openapi: the header of every write and idempotent tool that the API deduplicates by, where the document declares none (Stripe: Idempotency-Key)")
 	name := fs.String("name", "", "with --mcp-command or --mcp-url: the server's name (default: from the package or host)")
 	timeout := fs.Duration("timeout", time.Minute, "with --mcp-command or --mcp-url: how long starting the server and listing its tools may take")
 	if err := fs.Parse(args); err != nil {
@@ -54,8 +55,11 @@ func (env *environment) toolsImport(ctx context.Context, args []string) error {
 		if *name != "" {
 			return errors.New("--name is for an MCP server: an OpenAPI import names its tools after --connection")
 		}
-		f, err = importOpenAPI(*openapi, *operations, *connection)
+		f, err = importOpenAPI(*openapi, *operations, *connection, *keyHeader)
 	} else {
+		if *keyHeader != "" {
+			return errors.New("--idempotency-header is for an OpenAPI import")
+		}
 		if *operations != "" {
 			return errors.New("--operations is for --openapi")
 		}
@@ -67,7 +71,7 @@ func (env *environment) toolsImport(ctx context.Context, args []string) error {
 	return f.WriteYAML(env.stdout)
 }
 
-func importOpenAPI(file, operations, connection string) (*toolsimport.File, error) {
+func importOpenAPI(file, operations, connection, keyHeader string) (*toolsimport.File, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("tools import: %w", err)
@@ -78,7 +82,8 @@ func importOpenAPI(file, operations, connection string) (*toolsimport.File, erro
 			ids = append(ids, id)
 		}
 	}
-	return toolsimport.OpenAPI(data, toolsimport.OpenAPIOptions{Operations: ids, Connection: connection, Source: filepath.Base(file)})
+	return toolsimport.OpenAPI(data, toolsimport.OpenAPIOptions{Operations: ids, Connection: connection, Source: filepath.Base(file),
+		IdempotencyHeader: keyHeader})
 }
 
 func importMCP(ctx context.Context, command, url, connection, name string, timeout time.Duration) (*toolsimport.File, error) {

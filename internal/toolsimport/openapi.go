@@ -23,6 +23,10 @@ type OpenAPIOptions struct {
 	Connection string
 	// Source names the document in the header comment (its file name).
 	Source string
+	// IdempotencyHeader, when set, is the idempotency_header of every write and idempotent
+	// tool whose operation declares none: for an API that honours a key its document does
+	// not declare (Stripe's Idempotency-Key).
+	IdempotencyHeader string
 }
 
 // defaultPrefix starts the tools' names when no connection is named.
@@ -99,7 +103,7 @@ func (d *OpenAPIDocument) Import(opts OpenAPIOptions) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := buildTool(o, prefix, opts.Connection, base, budget)
+		t := buildTool(o, prefix, opts.Connection, base, opts.IdempotencyHeader, budget)
 		if err := budget.err(); err != nil {
 			return nil, fmt.Errorf("toolsimport: operation %s: %w", o.id(), err)
 		}

@@ -98,7 +98,7 @@ func TestImportOpenAPI(t *testing.T) {
 	assert.Empty(t, put.HTTP.SuggestedIdempotencyHeader, "a PUT is idempotent anyway")
 	assert.ElementsMatch(t, []string{"name", "owner", "pet_id"}, put.ParamsSchema["required"], "allOf merged; required kept")
 	assert.Contains(t, put.ParamsSchema["properties"], "owner")
-	assert.Contains(t, strings.Join(put.Notes, "\n"), "pet_id included", "the path param also goes in the body")
+	assert.NotContains(t, strings.Join(put.Notes, "\n"), "pet_id included", "the path param goes in the URL only: no warning")
 
 	del := tools["api.delete_pet"]
 	assert.Equal(t, "none", del.HTTP.Body, "no request body: none, so the path param is not sent as one")
@@ -197,4 +197,25 @@ func decode(t *testing.T, s string) any {
 	var v any
 	require.NoError(t, dec.Decode(&v))
 	return v
+}
+
+// TestImportIdempotencyHeader: --idempotency-header gives every write and idempotent tool the
+// header the document does not declare; a read gets none, and a declared one is kept.
+func TestImportIdempotencyHeader(t *testing.T) {
+	t.Parallel()
+	_, out, byName := importPets(t, OpenAPIOptions{IdempotencyHeader: "Idempotency-Key"})
+	seen := 0
+	for _, tl := range byName {
+		switch tl.Effect {
+		case "read":
+			assert.Empty(t, tl.HTTP.IdempotencyHeader, tl.Name)
+		default:
+			seen++
+			assert.NotEmpty(t, tl.HTTP.IdempotencyHeader, tl.Name)
+			assert.Empty(t, tl.HTTP.SuggestedIdempotencyHeader, tl.Name)
+		}
+	}
+	require.Positive(t, seen)
+	assert.Contains(t, out, "idempotency_header: Idempotency-Key")
+	loadImported(t, out, "")
 }

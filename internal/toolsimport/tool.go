@@ -20,8 +20,10 @@ import (
 // if they were safe.
 const idempotencyHeader = "Idempotency-Key"
 
-// buildTool makes the tool for one operation. base is what its path is appended to.
-func buildTool(o operation, prefix, connection, base string, budget *expansion) HTTPTool {
+// buildTool makes the tool for one operation. base is what its path is appended to; keyHeader,
+// when set, is the idempotency header of every tool that changes something and whose document
+// declares none.
+func buildTool(o operation, prefix, connection, base, keyHeader string, budget *expansion) HTTPTool {
 	b := &toolBuilder{conv: &schemaConverter{budget: budget}, props: map[string]any{}}
 	t := HTTPTool{
 		Name:        toolName(prefix, o.id()),
@@ -55,13 +57,12 @@ func buildTool(o operation, prefix, connection, base string, budget *expansion) 
 		return "{{.Params." + ident + "}}"
 	})
 	t.HTTP.URL = literalBraces.Replace(base) + target + b.query
-	if len(b.inURL) > 0 && t.HTTP.Body != catalog.BodyNone && o.method != http.MethodGet {
-		b.note("idemgate sends every param in the body as well, %s included: an API that refuses unknown body fields refuses these calls",
-			strings.Join(b.inURL, ", "))
-	}
 	switch {
 	case b.idempotencyHeader != "":
 		t.HTTP.IdempotencyHeader = b.idempotencyHeader
+	case keyHeader != "" && t.Effect != string(catalog.EffectRead):
+		// The API honours a key its document does not declare (Stripe): the person said so.
+		t.HTTP.IdempotencyHeader = keyHeader
 	case t.Effect == string(catalog.EffectWrite):
 		t.HTTP.SuggestedIdempotencyHeader = idempotencyHeader
 	}
