@@ -3,11 +3,17 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +80,7 @@ func TestImportStripe(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("read Stripe's %d-byte document in %s", len(spec), time.Since(start))
 	t.Run("refund", func(t *testing.T) { testImportStripeRefund(t, doc) })
+	t.Run("every shape unedited", func(t *testing.T) { testImportStripeShapes(t, doc) })
 	t.Run("whole document", func(t *testing.T) { testImportStripeWholeDocument(t, doc) })
 }
 
@@ -146,4 +153,93 @@ func testImportStripeWholeDocument(t *testing.T, doc *toolsimport.OpenAPIDocumen
 		require.NoError(t, err)
 		require.JSONEq(t, string(want), string(got), tool.Name)
 	}
+}
+
+// droppingProxy passes requests to target and, for the first request matching drop, loses the
+// answer after the target has taken it: the connection closes before a byte comes back.
+type droppingProxy struct {
+	target *url.URL
+	drop   func(*http.Request) bool
+	mu     sync.Mutex
+	keys   []string // the Idempotency-Key of every request matching drop
+	seen   []string // every request: method, path, query and form body
+	done   bool
+}
+
+func (p *droppingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p.mu.Lock()
+	p.seen = append(p.seen, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" "+string(body))
+	p.mu.Unlock()
+	rp := httputil.NewSingleHostReverseProxy(p.target)
+	if !p.drop(r) {
+		rp.ServeHTTP(w, r)
+		return
+	}
+	p.mu.Lock()
+	p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
+	first := !p.done
+	p.done = true
+	p.mu.Unlock()
+	if !first {
+		rp.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	rp.ServeHTTP(rec, r) // stripe-mock took it
+	dropConnection(w)
+}
+
+// testImportStripeShapes: what `tools import --openapi spec3.json --connection stripe
+// --idempotency-header Idempotency-Key` writes works unedited against stripe-mock, which
+// validates every request against Stripe's document: a create (form, nested metadata, an
+// array), an update (the path param only in the URL), a list with limit and starting_after, a
+// search, a retrieve and a delete all SUCCEED; and a create whose answer is lost is retried
+// with the same Idempotency-Key. Both engines.
+func testImportStripeShapes(t *testing.T, doc *toolsimport.OpenAPIDocument) {
+	stripe := stripeMock(t)
+	target, err := url.Parse(stripe)
+	require.NoError(t, err)
+	f, err := doc.Import(toolsimport.OpenAPIOptions{Connection: "stripe", Source: "spec3.json", IdempotencyHeader: "Idempotency-Key"})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteYAML(&buf))
+	getenv := func(k string) string { return map[string]string{"STRIPE_SECRET_KEY": "sk_test_123"}[k] }
+
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		proxy := &droppingProxy{target: target, drop: func(r *http.Request) bool {
+			return r.Method == http.MethodPost && r.URL.Path == "/v1/customers"
+		}}
+		srv := httptest.NewServer(proxy)
+		t.Cleanup(srv.Close)
+		tools := strings.ReplaceAll(stripeConnection, "{{STRIPE}}", srv.URL) + buf.String()
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Catalog: func(string) (*catalog.Catalog, error) {
+			return catalog.LoadWith([]byte(tools), catalog.Options{Getenv: getenv})
+		}})
+		calls := []struct{ tool, params string }{
+			{"stripe.post_customers", `{"name":"Bob","metadata":{"order":"1042"},"preferred_locales":["en","fr"]}`},
+			{"stripe.post_customers_customer", `{"customer":"cus_123","name":"Robert"}`},
+			{"stripe.get_customers", `{"limit":3,"starting_after":"cus_123"}`},
+			{"stripe.get_customers_search", `{"query":"name:'Bob'"}`},
+			{"stripe.get_customers_customer", `{"customer":"cus_123"}`},
+			{"stripe.delete_customers_customer", `{"customer":"cus_123"}`},
+		}
+		for i, c := range calls {
+			r := g.Submit(t, fmt.Sprintf("shape-%d", i), c.tool, c.params, map[string]string{"Prefer": "wait=30"})
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, r.Status, "%s: %s", c.tool, r.Body)
+			op := r.JSON(t)
+			require.Equal(t, "SUCCEEDED", op["state"], "%s: stripe-mock took the request as imported: %s", c.tool, r.Body)
+		}
+		created := getOp(t, g, g.Key, requireOp(t, g.Submit(t, "shape-0", "stripe.post_customers",
+			`{"name":"Bob","metadata":{"order":"1042"},"preferred_locales":["en","fr"]}`, nil), http.StatusOK)["id"].(string)).JSON(t)
+		assert.EqualValues(t, 2, created["attempts"], "the lost answer was retried")
+		proxy.mu.Lock()
+		defer proxy.mu.Unlock()
+		require.Len(t, proxy.keys, 2, "sent twice")
+		assert.NotEmpty(t, proxy.keys[0])
+		assert.Equal(t, proxy.keys[0], proxy.keys[1], "with the same Idempotency-Key: Stripe makes one customer")
+		assert.Contains(t, proxy.seen, "GET /v1/customers?limit=3&starting_after=cus_123 ", "a list's optional params in its query")
+		assert.Contains(t, proxy.seen, "POST /v1/customers/cus_123? name=Robert", "an update's path param in its URL only")
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -306,6 +307,27 @@ func (e *Executor) callData(tool *catalog.Tool, op *models.Operation) (callData,
 		OperationID: op.ID, DownstreamKey: op.DownstreamKeySent(), Key: op.Key, Tenant: op.Tenant, Params: params}}, nil
 }
 
+// withQuery adds to a GET's URL the params the URL does not carry, spelled as a form
+// (limit=3&starting_after=cus_1, metadata[order]=1042): a GET has no body, and a list
+// endpoint's optional filters are params a call may or may not give (docs/TOOLS.md).
+func withQuery(tool *catalog.Tool, url string, params map[string]any) string {
+	if tool.HTTP.Method != http.MethodGet || len(params) == 0 {
+		return url
+	}
+	rest := maps.Clone(params)
+	for _, name := range tool.PathParams() {
+		delete(rest, name)
+	}
+	q := downstream.EncodeForm(rest)
+	if q == "" {
+		return url
+	}
+	if strings.Contains(url, "?") {
+		return url + "&" + q
+	}
+	return url + "?" + q
+}
+
 // downstreamHeaders are the headers every request about op carries (docs/TOOLS.md), but the
 // traceparent.
 func downstreamHeaders(op *models.Operation, requestID string) http.Header {
@@ -322,6 +344,7 @@ func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.C
 	if err != nil {
 		return downstream.Call{}, "", err
 	}
+	url = withQuery(tool, url, cd.tmpl.Params)
 	h, err := tool.RenderHeaders(cd.tmpl)
 	if err != nil {
 		return downstream.Call{}, "", err

@@ -73,8 +73,10 @@ func TestImportOpenAPI(t *testing.T) {
 	list := tools["api.list_pets"]
 	assert.Equal(t, "https://eu.pets.example/v2/pets?species={{.Params.species}}", list.HTTP.URL)
 	assert.Equal(t, []string{"species"}, list.ParamsSchema["required"])
-	assert.NotContains(t, list.ParamsSchema["properties"], "limit", "an optional query param cannot be put in a URL")
-	assert.Contains(t, strings.Join(list.Notes, "\n"), "left out: the query parameters limit")
+	assert.Equal(t, map[string]any{"type": "integer"}, list.ParamsSchema["properties"].(map[string]any)["limit"],
+		"an optional query param of a GET is a param: the GET sends it in its query when given")
+	assert.NotContains(t, list.ParamsSchema["required"], "limit")
+	assert.NotContains(t, strings.Join(list.Notes, "\n"), "left out: the query parameters")
 	assert.Contains(t, strings.Join(list.Notes, "\n"), "left out: the header parameters X-Trace")
 
 	create := tools["api.create_pet"]

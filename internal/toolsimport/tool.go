@@ -206,9 +206,19 @@ func (b *toolBuilder) params(o operation) map[string]string {
 			idents[p.Name] = ident
 		case openapi3.ParameterInQuery:
 			s := b.paramSchema(p)
-			if !p.Required || !isScalar(s) {
-				// A URL takes a param only as {{.Params.x}}, which an absent param (or a
-				// list or object) cannot fill.
+			if o.method == http.MethodGet && !p.Required || !isScalar(s) {
+				// A GET sends the params its URL does not carry as its query, as a form
+				// spells them (limit=3, expand[0]=x), so an optional filter is a plain param
+				// when its name can be one as it is.
+				if _, taken := b.props[p.Name]; o.method == http.MethodGet && !taken && identRE.MatchString(p.Name) {
+					b.props[p.Name] = s
+					if p.Required {
+						b.required = append(b.required, p.Name)
+					}
+					continue
+				}
+				// Elsewhere a URL takes a param only as {{.Params.x}}, which an absent param
+				// (or a list or object) cannot fill.
 				leftQuery = append(leftQuery, p.Name)
 				continue
 			}
@@ -232,7 +242,7 @@ func (b *toolBuilder) params(o operation) map[string]string {
 		}
 	}
 	if len(leftQuery) > 0 {
-		b.note("left out: the query parameters %s (optional, or not a string, number or boolean: a URL takes a param only as {{.Params.x}}, which an absent one cannot fill)",
+		b.note("left out: the query parameters %s (a URL other than a GET's takes a param only as {{.Params.x}}, which an optional one, a list or an object cannot fill; or a name that cannot be a param)",
 			strings.Join(leftQuery, ", "))
 	}
 	if len(leftHeader) > 0 {

@@ -412,6 +412,15 @@ tools:
     sensitive_params: [/card/number]
     http: {method: GET, url: "http://127.0.0.1:9/cards/{{.Params.card.number}}"}
 `, `tools file: tool "cards.check": http.url: {{.Params.card.number}} would put the sensitive param /card/number into the URL`},
+		"a GET with a sensitive param": {`
+tools:
+  - name: cards.lookup
+    description: Look a card up
+    effect: read
+    params_schema: {type: object, properties: {pan: {type: string}}}
+    sensitive_params: [pan]
+    http: {method: GET, url: "http://127.0.0.1:9/cards"}
+`, `tools file: tool "cards.lookup": sensitive_params: a GET sends its params in the URL`},
 		"a sensitive param templated into a reconcile URL": {`
 tools:
   - name: cards.charge

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +17,14 @@ const ReservedParam = "operation_key"
 
 // checkServable refuses what would make a valid tool unsafe or unusable once served: a
 // sensitive param that a URL would carry (URLs end up in logs, traces and error messages, where
-// masking by value cannot reach every spelling), and a param named like the argument MCP adds.
+// masking by value cannot reach every spelling; a GET's params all go there), and a param named
+// like the argument MCP adds.
 func checkServable(t *Tool, ec *collector) {
+	defer func() {
+		if t.MCP == nil && t.HTTP.Method == http.MethodGet && len(t.SensitiveParams) > 0 {
+			ec.addf("sensitive_params", "a GET sends its params in the URL, where masking by value cannot reach every spelling; use a method with a body")
+		}
+	}()
 	if props, ok := t.ParamsSchemaRaw["properties"].(map[string]any); ok {
 		if _, clash := props[ReservedParam]; clash {
 			ec.addf("params_schema.properties."+ReservedParam, "%q is reserved: MCP clients pass the operation key in it", ReservedParam)
