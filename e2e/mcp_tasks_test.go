@@ -42,6 +42,10 @@ func result(t *testing.T, m map[string]any) map[string]any {
 	return r
 }
 
+// taskOf is the params of a 2026-07-28 tasks/* request about id, declaring the extension as
+// every request of that revision must.
+func taskOf(id string) string { return `{"taskId":"` + id + `",` + tasksMeta + `}` }
+
 func rpcErrorCode(t *testing.T, m map[string]any) float64 {
 	t.Helper()
 	e, ok := m["error"].(map[string]any)
@@ -64,7 +68,7 @@ func TestMCPTasksOn2026(t *testing.T) {
 				`"arguments":{"order_id":"o-7","amount_cents":250000,"currency":"EUR","operation_key":"`+key+`"},`+tasksMeta+`}`))
 		}
 		get := func(id string) map[string]any {
-			return result(t, mcpRaw(t, g, g.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))
+			return result(t, mcpRaw(t, g, g.Key, v, "tasks/get", id, taskOf(id)))
 		}
 
 		created := payout("payout-1")
@@ -82,8 +86,13 @@ func TestMCPTasksOn2026(t *testing.T) {
 		assert.GreaterOrEqual(t, got["pollIntervalMs"], 500.0)
 		assert.Contains(t, got, "ttlMs")
 
+		undeclared := g.Do(t, http.MethodPost, "/mcp", g.Key, map[string]string{"Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": v, "Mcp-Method": "tasks/get", "Mcp-Name": id},
+			`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"`+id+`","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		assert.Equal(t, http.StatusBadRequest, undeclared.Status, "tasks/* from a request that does not declare the extension")
+		assert.Contains(t, string(undeclared.Body), `"code":-32021`)
 		other := g.NewTenant(t, "globex", "agent", nil)
-		assert.EqualValues(t, -32602, rpcErrorCode(t, mcpRaw(t, g, other, v, "tasks/get", id, `{"taskId":"`+id+`"}`)), "another tenant's task is not found")
+		assert.EqualValues(t, -32602, rpcErrorCode(t, mcpRaw(t, g, other, v, "tasks/get", id, taskOf(id))), "another tenant's task is not found")
 
 		_, err = g.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: g.Tenant, OperationID: id,
 			Actor: "user:rita@example.com", UserID: "rita", Reason: "invoice matches", ExpectedState: models.StateAwaitingApproval,
@@ -102,10 +111,10 @@ func TestMCPTasksOn2026(t *testing.T) {
 			}
 		}
 		assert.Equal(t, plain, done["result"], "the task's result is what a plain call answers")
-		assert.EqualValues(t, -32602, rpcErrorCode(t, mcpRaw(t, g, g.Key, v, "tasks/cancel", id, `{"taskId":"`+id+`"}`)), "a sent operation cannot be cancelled")
+		assert.EqualValues(t, -32602, rpcErrorCode(t, mcpRaw(t, g, g.Key, v, "tasks/cancel", id, taskOf(id))), "a sent operation cannot be cancelled")
 
 		waiting := payout("payout-2")["taskId"].(string)
-		ack := result(t, mcpRaw(t, g, g.Key, v, "tasks/cancel", waiting, `{"taskId":"`+waiting+`"}`))
+		ack := result(t, mcpRaw(t, g, g.Key, v, "tasks/cancel", waiting, taskOf(waiting)))
 		assert.Equal(t, map[string]any{"resultType": "complete"}, ack)
 		assert.Equal(t, "cancelled", get(waiting)["status"])
 		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "one payout: the approved one")
@@ -185,15 +194,15 @@ func TestMCPTaskOutlivesItsGateway(t *testing.T) {
 		id := created["taskId"].(string)
 
 		second := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
-		got := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))
+		got := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, taskOf(id)))
 		assert.Equal(t, "working", got["status"])
 		_, err := second.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: second.Tenant, OperationID: id,
 			Actor: "user:rita@example.com", UserID: "rita", Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 1, time.Hour)
 		require.NoError(t, err)
 		gatewaytest.Eventually(t, 15*time.Second, "the payout to complete", func() bool {
-			return result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))["status"] == "completed"
+			return result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, taskOf(id)))["status"] == "completed"
 		})
-		done := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, `{"taskId":"`+id+`"}`))
+		done := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, taskOf(id)))
 		assert.Equal(t, "SUCCEEDED", done["result"].(map[string]any)["structuredContent"].(map[string]any)["state"])
 		assert.Equal(t, 1, first.Sandbox.Committed("refunds")+second.Sandbox.Committed("refunds"), "one payout")
 	})

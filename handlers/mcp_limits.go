@@ -46,10 +46,11 @@ func (m *MCP) bounded(w http.ResponseWriter, r *http.Request) {
 		}
 		p := m.prepare(body, r.Header.Get("Mcp-Protocol-Version"))
 		if p.tasks != nil {
-			p.refuse = m.answerTasks(r.Context(), p.rev, p.tasks)
+			p.refuse, p.status = m.answerTasks(r.Context(), p.rev, p.tasks)
 		}
 		if p.refuse != nil {
 			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(p.status)
 			_, _ = w.Write(p.refuse)
 			return
 		}

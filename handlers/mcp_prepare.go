@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/idemgate/idemgate/handlers/mcptasks"
@@ -36,8 +37,10 @@ func (m rpcMessage) method() string {
 // prepared is a request body as the SDK will read it, and what the answer needs.
 type prepared struct {
 	body []byte
-	// refuse, when set, is the whole answer: a single request for a method not served.
+	// refuse, when set, is the whole answer (with status): a single request for a method not
+	// served.
 	refuse []byte
+	status int
 	// tasks is a single tasks/* request, which bounded answers itself (the SDK has no tasks).
 	tasks rpcMessage
 	// rev is how the request's revision speaks tasks.
@@ -98,6 +101,11 @@ func (m *MCP) prepare(body []byte, version string) prepared {
 		case id != nil && !mcpServed[method] && !strings.HasPrefix(method, "notifications/"):
 			out.refuse, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
 				"error": map[string]any{"code": jsonrpc.CodeMethodNotFound, "message": "method not found: " + method}})
+			out.status = http.StatusOK
+			if out.rev == mcptasks.ExtensionRevision {
+				// 2026-07-28's Streamable HTTP: a method the server does not serve is a 404.
+				out.status = http.StatusNotFound
+			}
 			return out
 		case method == "initialize" || method == "server/discover":
 			out.advertise = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/mcptasks"
@@ -117,18 +118,29 @@ func revisionOf(protocolVersion string) mcptasks.Revision {
 	return mcptasks.None
 }
 
-// answerTasks answers a tasks/* request itself: the SDK serves no tasks.
-func (m *MCP) answerTasks(ctx context.Context, rev mcptasks.Revision, msg rpcMessage) []byte {
+// answerTasks answers a tasks/* request itself (the SDK serves no tasks), with its HTTP status.
+// On 2026-07-28 the request must declare the extension in its own client capabilities, as
+// every request of that revision carries them: one that does not is answered -32021
+// (MissingRequiredClientCapability) with HTTP 400, and a tasks method not offered -32601 with
+// HTTP 404, as that revision's Streamable HTTP transport answers a method it does not serve.
+func (m *MCP) answerTasks(ctx context.Context, rev mcptasks.Revision, msg rpcMessage) ([]byte, int) {
 	caller := CallerFrom(ctx)
 	if caller != nil && !m.api.Limiter.Allow(caller.PrincipalID) {
 		return rpcAnswer(msg["id"], nil, &mcptasks.RPCError{Code: mcpCodeRateLimited,
-			Message: "rate limited: too many requests for this principal; call again in a moment"})
+			Message: "rate limited: too many requests for this principal; call again in a moment"}), http.StatusOK
 	}
 	if rev == mcptasks.None || caller == nil {
-		return rpcAnswer(msg["id"], nil, &mcptasks.RPCError{Code: -32601, Message: "method not found: " + msg.method()})
+		return rpcAnswer(msg["id"], nil, &mcptasks.RPCError{Code: -32601, Message: "method not found: " + msg.method()}), http.StatusOK
+	}
+	if rev == mcptasks.ExtensionRevision && mcptasks.Asked(msg["params"]) != mcptasks.ExtensionRevision {
+		return rpcAnswer(msg["id"], nil, mcptasks.MissingCapability()), http.StatusBadRequest
 	}
 	res, rpcErr := mcptasks.Answer(ctx, taskStore{api: m.api, caller: caller}, rev, msg.method(), msg["params"])
-	return rpcAnswer(msg["id"], res, rpcErr)
+	status := http.StatusOK
+	if rpcErr != nil && rpcErr.Code == -32601 && rev == mcptasks.ExtensionRevision {
+		status = http.StatusNotFound
+	}
+	return rpcAnswer(msg["id"], res, rpcErr), status
 }
 
 func rpcAnswer(id json.RawMessage, result any, rpcErr *mcptasks.RPCError) []byte {

@@ -259,3 +259,12 @@ const (
 // Capabilities2025 is what a server offering the 2025-11-25 utility declares under
 // capabilities.tasks: cancelling, and task-augmented tools/call (no tasks/list).
 var Capabilities2025 = map[string]any{"cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+
+// MissingCapability is the error of a request that needs the extension but did not declare it
+// (2026-07-28: -32021, MissingRequiredClientCapability, naming what is required).
+func MissingCapability() *RPCError {
+	return &RPCError{Code: codeMissingCapability, Message: "Missing required client capability",
+		Data: map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{Extension: map[string]any{}}}}}
+}
+
+const codeMissingCapability = -32021
