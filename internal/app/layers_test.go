@@ -14,7 +14,7 @@ const module = "github.com/idemgate/idemgate/"
 // bottom; a package belongs to the first prefix it matches. Leaves (imported by anyone,
 // importing none of ours) are at the bottom.
 var layers = [][]string{
-	{"cmd/", "examples/", "e2e", "internal/openapispec/openapigen"},
+	{"cmd/", "deploy/", "examples/", "e2e", "internal/openapispec/openapigen"},
 	{"internal/consoletest", "internal/proctest"},
 	{"internal/gatewaytest", "internal/openapispec", "internal/toolsimport"},
 	{"internal/app"},
