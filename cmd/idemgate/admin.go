@@ -47,6 +47,16 @@ func (env *environment) openLedgerWith(ctx context.Context, keys *datakey.Keyrin
 	return models.New(models.Config{DB: db, Dialect: dialect, DataKeys: keys}), closeDB, nil
 }
 
+// openSealedLedger is openLedger with the data keys of the environment: for the commands that
+// open what is sealed under them (the audit signing key, tenant secrets).
+func (env *environment) openSealedLedger(ctx context.Context) (*models.Ledger, func(), error) {
+	keys, err := env.dataKeys()
+	if err != nil {
+		return nil, nil, err
+	}
+	return env.openLedgerWith(ctx, keys)
+}
+
 func (env *environment) migrate(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("migrate takes no arguments")

@@ -64,11 +64,7 @@ func (env *environment) auditVerify(ctx context.Context, args []string) error {
 // ledger; on an error it is already closed. The data keys open the signing key that signs the
 // new checkpoint.
 func (env *environment) verifiedChain(ctx context.Context) (*models.Ledger, func(), models.AuditCheckpoint, error) {
-	keys, err := env.dataKeys()
-	if err != nil {
-		return nil, nil, models.AuditCheckpoint{}, err
-	}
-	l, closeDB, err := env.openLedgerWith(ctx, keys)
+	l, closeDB, err := env.openSealedLedger(ctx)
 	if err != nil {
 		return nil, nil, models.AuditCheckpoint{}, err
 	}
@@ -159,11 +155,7 @@ func (env *environment) auditExport(ctx context.Context, args []string) error {
 		return err
 	}
 	req.Actor = models.ActorCLI
-	keys, err := env.dataKeys()
-	if err != nil {
-		return err
-	}
-	l, closeDB, err := env.openLedgerWith(ctx, keys)
+	l, closeDB, err := env.openSealedLedger(ctx)
 	if err != nil {
 		return err
 	}
@@ -192,11 +184,7 @@ func (env *environment) auditKey(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s", auditUsage)
 	}
 	args = []string{sub}
-	keys, err := env.dataKeys()
-	if err != nil {
-		return err
-	}
-	l, closeDB, err := env.openLedgerWith(ctx, keys)
+	l, closeDB, err := env.openSealedLedger(ctx)
 	if err != nil {
 		return err
 	}

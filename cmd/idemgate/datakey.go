@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idemgate/idemgate/internal/buildinfo"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
@@ -60,7 +61,7 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 		return fmt.Errorf("IDEMGATE_DATA_KEY is not set: set it to the key to seal with (idemgate datakey generate makes one), and list the previous ones in IDEMGATE_DATA_KEYS_OLD")
 	}
 	// The tools of MCP servers are known from the servers alone: they are asked, then stopped.
-	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: version()})
+	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: buildinfo.Read().Version})
 	defer servers.Close()
 	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv, servers)
 	if err != nil {

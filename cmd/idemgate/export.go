@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/export"
+	"github.com/idemgate/idemgate/internal/buildinfo"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 )
@@ -48,18 +49,14 @@ func (env *environment) export(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid --state %q: want one of %v", *state, models.States)
 	}
 	// The tools of MCP servers are known from the servers alone: they are asked, then stopped.
-	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: version()})
+	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: buildinfo.Read().Version})
 	defer servers.Close()
 	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv, servers)
 	if err != nil {
 		return err
 	}
 	// The data keys open the audit signing key, which signs the export.
-	keys, err := env.dataKeys()
-	if err != nil {
-		return err
-	}
-	l, closeDB, err := env.openLedgerWith(ctx, keys)
+	l, closeDB, err := env.openSealedLedger(ctx)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -129,7 +128,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 	}
 	// The MCP servers of the tools file are started (or connected to) while it loads: their
 	// tools/list is part of the catalogue. Closed last, after the attempts in flight.
-	servers := mcpclient.New(mcpclient.Config{Log: log, Version: version()})
+	servers := mcpclient.New(mcpclient.Config{Log: log, Version: buildinfo.Read().Version})
 	defer servers.Close()
 	cat, err := loadCatalog(f.toolsFile, baseURL+"/sandbox", env.getenv, servers)
 	if err != nil {
@@ -288,15 +287,6 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
-}
-
-// version is the module version idemgate was built as ("dev" from a checkout), which it
-// names itself by to the MCP servers it calls.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // warnUnsignedExports says at start what the console's exports will be: unsigned without an

@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 cp compose.yaml "$tmp/compose.yaml"
 sed -e 's/^IDEMGATE_SESSION_KEY=$/IDEMGATE_SESSION_KEY=ci-session-key-ci-session-key-ci-1234/' \
     -e 's/^IDEMGATE_DATA_KEY=$/IDEMGATE_DATA_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=/' idemgate.env.example >"$tmp/idemgate.env"
-POSTGRES_PASSWORD=ci IDEMGATE_VERSION=v0.0.0-ci docker-compose -f "$tmp/compose.yaml" config -q
+POSTGRES_PASSWORD=ci IMAGE_TAG=v0.0.0-ci docker-compose -f "$tmp/compose.yaml" config -q
 services=$(POSTGRES_PASSWORD=ci docker-compose -f "$tmp/compose.yaml" config --services | sort | tr '\n' ' ')
 [ "$services" = "migrate postgres serve worker " ] || { echo "services: $services"; exit 1; }
 # Without the database password, Compose refuses to start anything.
