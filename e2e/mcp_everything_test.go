@@ -59,8 +59,9 @@ func everythingServer(t *testing.T) string {
 }
 
 // everythingCalls are the arguments each of server-everything's tools is called with. The
-// tools registered only for clients with sampling, elicitation, roots or tasks (which
-// idemgate's client does not offer its upstreams) are listed by neither client; the gzip tool
+// tools it registers once a session is initialised (they ask the client for sampling,
+// elicitation or roots, which idemgate's client does not offer its upstreams, or run as tasks:
+// simulate-research-query has a test of its own, TestUpstreamTaskTool) are left out; the gzip tool
 // fetches a URL from the internet, which this machine cannot reach, so it is compared by its
 // listing alone.
 var everythingCalls = map[string]map[string]any{

@@ -92,6 +92,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 	if d.To == models.StateSucceeded {
 		out.Result = mcpRecordedResult(res)
 		out.ErrorMessage = ""
+		out.DownstreamRef = res.Task // an upstream task's id is the server's handle for the effect
 	}
 	return out
 }

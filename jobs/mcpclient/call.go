@@ -31,6 +31,9 @@ type Outcome struct {
 	// Structured is the result's structuredContent as JSON, nil when it has none.
 	Structured []byte
 	Latency    time.Duration
+	// Task is the upstream task the call ran as, "" for a plain call: the server's handle for
+	// what it did.
+	Task string
 	// Credentials are the credential values the session's requests carried, for the
 	// scrubber.
 	Credentials []string
@@ -56,16 +59,26 @@ func (p *Pool) Call(ctx context.Context, spec *catalog.MCPServer, tool string, a
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	mark := &callMark{}
+	mark, polls := &callMark{}, &callMark{}
 	start := time.Now()
-	res, err := cs.CallTool(withMark(ctx, mark), &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta}
+	var res *mcp.CallToolResult
+	var err error
+	if s.needsTask(tool) {
+		res, out.Task, err = callTask(withMark(ctx, mark), withMark(ctx, polls), l.raw, params, timeout+taskTTLMargin)
+	} else {
+		res, err = cs.CallTool(withMark(ctx, mark), params)
+	}
 	out.Latency = time.Since(start)
 	var rpc *jsonrpc.Error
+	var sent *errTaskSent
 	switch {
-	case err != nil && (mark.oversize.Load() || l.oversize.Load()):
+	case err != nil && (mark.oversize.Load() || polls.oversize.Load() || l.oversize.Load()):
 		out.Err = fmt.Errorf("the answer passed max_result_bytes (%d bytes); the gateway stopped reading it", spec.MaxResultBytes)
 	case err != nil && mark.notSent.Load():
 		out.NotSent = fmt.Errorf("%s refused the connection: %w", spec.Describe(), err)
+	case errors.As(err, &sent):
+		out.Err = err
 	case errors.As(err, &rpc):
 		out.RPCError = rpc
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:

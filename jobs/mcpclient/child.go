@@ -31,6 +31,9 @@ type link struct {
 	// limit is the longest line a stdio session reads: the server's max_result_bytes once
 	// its tools are listed (the listing itself may be larger, up to MaxListingBytes).
 	limit atomic.Int64
+	// raw sends the pool's own requests in the session; set while it connects, before the
+	// session is handed out.
+	raw rawCaller
 }
 
 // MaxListingBytes bounds a stdio server's tools/list answer, read once at start.
@@ -81,7 +84,13 @@ func (t *childTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	out := &lineLimitReader{r: stdout, link: t.link}
 	in := &childInput{WriteCloser: stdin, t: t}
-	return (&mcp.IOTransport{Reader: io.NopCloser(out), Writer: in, MaxLineLength: -1}).Connect(ctx)
+	conn, err := (&mcp.IOTransport{Reader: io.NopCloser(out), Writer: in, MaxLineLength: -1}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc := newRawConn(conn)
+	t.link.raw = rc
+	return rc, nil
 }
 
 // killGroup signals the child's whole process group.

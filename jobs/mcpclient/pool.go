@@ -98,7 +98,16 @@ type server struct {
 	// wherever the server echoes them, as a connection's credentials are.
 	envSecrets []string
 	listed     bool // its tools were listed: answers are bounded by max_result_bytes now
-	calls      callSecrets
+	// taskTools are the tools it lists as callable only as a task (execution.taskSupport
+	// "required").
+	taskTools map[string]bool
+	calls     callSecrets
+}
+
+func (s *server) needsTask(tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.taskTools[tool]
 }
 
 // credentials are every credential value the server's session uses.
@@ -266,7 +275,18 @@ func (p *Pool) connect(s *server, l *link) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "idemgate", Version: p.cfg.Version}, nil)
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.StartTimeout)
 	defer cancel()
-	return client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := transport.(*mcp.StreamableClientTransport); ok {
+		var version string
+		if ir := cs.InitializeResult(); ir != nil {
+			version = ir.ProtocolVersion
+		}
+		l.raw = &httpRaw{client: st.HTTPClient, endpoint: st.Endpoint, session: cs.ID(), version: version}
+	}
+	return cs, nil
 }
 
 // command builds the child process of a stdio server: its environment is PATH, HOME and the
@@ -335,16 +355,66 @@ func (p *Pool) ListTools(spec *catalog.MCPServer) ([]catalog.UpstreamTool, error
 		}
 		out = append(out, u)
 	}
+	tasks, err := p.taskTools(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
 	// From now on an answer is bounded by max_result_bytes: a stdio session reads its lines
 	// with that bound from its next start, this one from now.
 	srv := p.serverFor(spec)
 	srv.mu.Lock()
-	srv.listed = true
+	srv.listed, srv.taskTools = true, tasks
 	if srv.link != nil {
 		srv.link.limit.Store(int64(spec.MaxResultBytes) + envelope)
 	}
 	srv.mu.Unlock()
 	return out, nil
+}
+
+// taskTools lists the server's tools again, as sent, for what the SDK's Tool does not carry:
+// which tools can be called only as a task. (The SDK's own listing is kept: its client reads
+// the header annotations of a 2026-07-28 tool's params from it.)
+func (p *Pool) taskTools(ctx context.Context, spec *catalog.MCPServer) (map[string]bool, error) {
+	s := p.serverFor(spec)
+	s.mu.Lock()
+	l := s.link
+	s.mu.Unlock()
+	if l == nil || l.raw == nil {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	cursor := ""
+	for {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		data, err := l.raw.call(ctx, "tools/list", params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", s.scrubErr(err))
+		}
+		var page struct {
+			Tools []struct {
+				Name      string `json:"name"`
+				Execution struct {
+					TaskSupport string `json:"taskSupport"`
+				} `json:"execution"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		for _, t := range page.Tools {
+			if t.Execution.TaskSupport == "required" {
+				out[t.Name] = true
+			}
+		}
+		if page.NextCursor == "" || page.NextCursor == cursor {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
 }
 
 // upstreamTool reads an SDK tool into the catalogue's shape, its schemas and annotations as
