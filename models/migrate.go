@@ -18,11 +18,16 @@ type migration struct {
 	sql     string
 }
 
+// indexSteps are the steps that are one CREATE INDEX, by the index's name: built CONCURRENTLY
+// on PostgreSQL ({{concurrently}} in the SQL). Such a build cannot run in a transaction, so the
+// step runs alone, after the steps before it have committed, and writers go on meanwhile.
+var indexSteps = map[int]string{23: "operations_lookalike"}
+
 // expands are the steps that only add what the binaries of older schemas ignore (columns,
 // tables, indexes built CONCURRENTLY), by the oldest schema that still runs on a ledger they
 // have migrated. Every other step serves only binaries of its own schema. The rule for new
 // steps is in docs/OPERATIONS.md ("Upgrading"): expand, then contract one release later.
-var expands = map[int]int{22: 21}
+var expands = map[int]int{22: 21, 23: 22}
 
 // servesFrom is the oldest schema a binary may know and still run on a ledger migrated by
 // step m.
@@ -320,6 +325,10 @@ CREATE TABLE operation_repeats (
 	// ledger newer than it knows can tell whether it may go on (a rolling upgrade: expand
 	// first, contract one release later). Only adds a column: schema 21 binaries ignore it.
 	{22, "rolling upgrades", `ALTER TABLE schema_migrations ADD COLUMN serves_from INTEGER`},
+	// Look-alikes (docs/CONSOLE.md): a tenant's other operations of the same tool and params
+	// (the fingerprint) in the last day, shown to reviewers. Built CONCURRENTLY: operations is
+	// the ledger's largest table and takes writes throughout an upgrade.
+	{23, "look-alikes", `CREATE INDEX {{concurrently}} IF NOT EXISTS operations_lookalike ON operations (tenant, fingerprint, created_at)`},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation
@@ -387,22 +396,66 @@ func dialectSQL(d Dialect, sql string) string {
 		ts, serial = "TIMESTAMPTZ", "BIGSERIAL PRIMARY KEY"
 	}
 	// {{new_ledger_key}} is a fresh key each time a step naming it runs; only one does, once.
-	return strings.NewReplacer("{{ts}}", ts, "{{serial}}", serial, "{{new_ledger_key}}", newLedgerKey()).Replace(sql)
+	return strings.NewReplacer("{{ts}}", ts, "{{serial}}", serial, "{{new_ledger_key}}", newLedgerKey(),
+		"{{concurrently}}", "").Replace(sql)
 }
 
 // migrateLockID is the PostgreSQL advisory lock that serialises migrations across replicas.
 const migrateLockID = 0x1de36a7e
 
-// Migrate applies every pending step in one transaction. Replicas that start at once queue on
-// an advisory lock (PostgreSQL) or the database write lock (SQLite); the later ones find
-// nothing left to do.
+// Migrate applies every pending step: the ordinary ones in one transaction per run of them, an
+// index step alone (built CONCURRENTLY on PostgreSQL). Replicas that start at once queue on an
+// advisory lock (PostgreSQL) or the database write lock (SQLite); the later ones find nothing left
+// to do.
 func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		if d == Postgres {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockID).Error; err != nil {
-				return fmt.Errorf("lock: %w", err)
+			unlock, err := migrateLock(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+		}
+		for {
+			next, err := migrateBatch(conn, d)
+			if err != nil || next == nil {
+				return err
+			}
+			if err := buildIndex(conn, *next); err != nil {
+				return err
 			}
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// migrateLock takes the migration lock for conn's session. It asks without waiting, again and
+// again: a session blocked on the lock would hold a snapshot, which a concurrent index build
+// of the session holding it waits for: each would wait for the other.
+func migrateLock(ctx context.Context, conn *gorm.DB) (unlock func(), err error) {
+	for {
+		var got bool
+		if err := conn.Raw("SELECT pg_try_advisory_lock(?)", migrateLockID).Scan(&got).Error; err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if got {
+			return func() { conn.Exec("SELECT pg_advisory_unlock(?)", migrateLockID) }, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// migrateBatch applies, in one transaction, the pending steps up to the first index step built
+// concurrently, and returns that step (nil when none is pending).
+func migrateBatch(conn *gorm.DB, d Dialect) (next *migration, err error) {
+	err = conn.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec(dialectSQL(d, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
@@ -421,27 +474,56 @@ func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
 			if m.version <= current {
 				continue
 			}
+			if _, ok := indexSteps[m.version]; ok && d == Postgres {
+				next = &m
+				return nil
+			}
 			for _, stmt := range splitStatements(dialectSQL(d, m.sql)) {
 				if err := tx.Exec(stmt).Error; err != nil {
 					return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
 				}
 			}
-			var err error
-			if m.version >= servesFromStep {
-				err = tx.Exec("INSERT INTO schema_migrations (version, name, applied_at, serves_from) VALUES (?, ?, ?, ?)",
-					m.version, m.name, time.Now().UTC(), m.servesFrom()).Error
-			} else {
-				err = tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-					m.version, m.name, time.Now().UTC()).Error
-			}
-			if err != nil {
-				return fmt.Errorf("record step %d: %w", m.version, err)
+			if err := record(tx, m); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+	return next, err
+}
+
+// buildIndex runs index step m on PostgreSQL, outside any transaction: CREATE INDEX
+// CONCURRENTLY, after dropping what a build that was cut off left (an index marked invalid,
+// which IF NOT EXISTS would otherwise take for done), then records the step.
+func buildIndex(conn *gorm.DB, m migration) error {
+	var invalid bool
+	if err := conn.Raw(`SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid)`, indexSteps[m.version]).Scan(&invalid).Error; err != nil {
+		return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
+	}
+	if invalid {
+		if err := conn.Exec("DROP INDEX CONCURRENTLY IF EXISTS " + indexSteps[m.version]).Error; err != nil {
+			return fmt.Errorf("step %d (%s): drop the index a cut-off build left: %w", m.version, m.name, err)
+		}
+	}
+	if err := conn.Exec(strings.ReplaceAll(m.sql, "{{concurrently}}", "CONCURRENTLY")).Error; err != nil {
+		return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
+	}
+	return record(conn, m)
+}
+
+// record writes step m into schema_migrations.
+func record(db *gorm.DB, m migration) error {
+	var err error
+	if m.version >= servesFromStep {
+		err = db.Exec("INSERT INTO schema_migrations (version, name, applied_at, serves_from) VALUES (?, ?, ?, ?)",
+			m.version, m.name, time.Now().UTC(), m.servesFrom()).Error
+	} else {
+		err = db.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			m.version, m.name, time.Now().UTC()).Error
+	}
 	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
+		return fmt.Errorf("record step %d: %w", m.version, err)
 	}
 	return nil
 }

@@ -43,3 +43,42 @@ func TestLedgerOfANewerRelease(t *testing.T) {
 		assert.Contains(t, err.Error(), "run a release whose `idemgate version` says schema")
 	})
 }
+
+// TestIndexStepBuiltConcurrently: an index step (the look-alikes index) is built CONCURRENTLY on
+// PostgreSQL, outside the migration's transaction, so writers go on meanwhile. A build that
+// was cut off leaves an invalid index of its name, which IF NOT EXISTS alone would take for
+// done: the next migrate drops and rebuilds it. Two replicas migrating at once both succeed,
+// and the step records that it serves the previous schema.
+func TestIndexStepBuiltConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Open(t, models.Postgres)
+	require.NoError(t, db.Exec("DELETE FROM schema_migrations WHERE version = 23").Error)
+	require.NoError(t, db.Exec("DROP INDEX operations_lookalike").Error)
+	// What a cut-off concurrent build leaves: an index of the name, marked invalid.
+	require.Error(t, db.Exec("CREATE UNIQUE INDEX CONCURRENTLY operations_lookalike ON schema_migrations ((true))").Error)
+	var valid bool
+	require.NoError(t, db.Raw("SELECT indisvalid FROM pg_index WHERE indexrelid = 'operations_lookalike'::regclass").Scan(&valid).Error)
+	require.False(t, valid)
+
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- models.Migrate(ctx, db, models.Postgres) }()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+
+	var index struct {
+		Valid bool
+		Table string
+		Def   string
+	}
+	require.NoError(t, db.Raw(`SELECT i.indisvalid AS valid, i.indrelid::regclass::text AS "table", pg_get_indexdef(i.indexrelid) AS def
+		FROM pg_index i WHERE i.indexrelid = 'operations_lookalike'::regclass`).Scan(&index).Error)
+	assert.True(t, index.Valid)
+	assert.Equal(t, "operations", index.Table)
+	assert.Contains(t, index.Def, "(tenant, fingerprint, created_at)")
+	var servesFrom int
+	require.NoError(t, db.Raw("SELECT serves_from FROM schema_migrations WHERE version = 23").Scan(&servesFrom).Error)
+	assert.Equal(t, 22, servesFrom, "an index only adds: the previous release runs on it")
+}
