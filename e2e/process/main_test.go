@@ -149,6 +149,13 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 
 func newStackOn(t *testing.T, dsn string, opts stackOptions) *stack {
 	t.Helper()
+	return newStackWith(t, dsn, opts, bin)
+}
+
+// newStackWith is newStackOn with the binary that makes the tenant and key (and so migrates the
+// database first): another release's, for the upgrade test.
+func newStackWith(t *testing.T, dsn string, opts stackOptions, binary string) *stack {
+	t.Helper()
 	if opts.Timeout == "" {
 		opts.Timeout = "1s"
 	}
@@ -159,7 +166,7 @@ func newStackOn(t *testing.T, dsn string, opts stackOptions) *stack {
 	if opts.Record > 0 {
 		sbOpts = append(sbOpts, sandbox.RecordRequests(opts.Record))
 	}
-	s := &stack{env: proctest.Env{Bin: bin, DSN: dsn}, sb: sandbox.New(sbOpts...), tenant: "acme", started: time.Now()}
+	s := &stack{env: proctest.Env{Bin: binary, DSN: dsn}, sb: sandbox.New(sbOpts...), tenant: "acme", started: time.Now()}
 	srv := httptest.NewServer(s.sb)
 	t.Cleanup(func() {
 		s.sb.ClearFaults() // frees handlers held by hang faults
