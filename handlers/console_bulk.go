@@ -246,6 +246,11 @@ func (h *Console) Bulk(c echo.Context) error {
 		if b.Action == models.ActionConfirmNotExecuted {
 			p.Risk = h.riskWords(b.Items)
 		}
+		if b.Action == models.ActionApprove {
+			if p.LookAlikes, err = h.bulkLookAlikes(c, v, b); err != nil {
+				return err
+			}
+		}
 		p.Tone = bulkTone(b.Action, len(p.Risk) > 0)
 		return renderPage(c, http.StatusOK, views.Bulk(p))
 	}
@@ -555,4 +560,27 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 	}
 	p.AtStake = strings.Join(parts, " + ")
 	return nil
+}
+
+// bulkLookAlikes says which operations of an approval share a tool and params under different
+// keys: approving them all at once may do one thing twice, which a person must see first.
+func (h *Console) bulkLookAlikes(c echo.Context, v *Viewer, b *models.BulkDecision) ([]string, error) {
+	groups, err := h.Ledger.LookAlikeGroups(c.Request().Context(), v.Scope, itemIDs(b))
+	if err != nil {
+		return nil, err
+	}
+	keyOf := map[string]string{}
+	for _, it := range b.Items {
+		keyOf[it.OperationID] = it.Key
+	}
+	var out []string
+	for _, g := range groups {
+		keys := make([]string, len(g))
+		for i, id := range g {
+			keys[i] = keyOf[id]
+		}
+		out = append(out, fmt.Sprintf("%s: the same tool and params under %d keys. Approving all of them may do the same thing %d times; approve only those that are meant.",
+			strings.Join(keys, ", "), len(g), len(g)))
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/opview"
@@ -92,4 +93,22 @@ func deref0(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// lookAlikesBox shows op's look-alikes; nil when it has none. They are urgent while a person
+// decides op: an approver is the last defence against an agent that minted a second key.
+func lookAlikesBox(op *models.Operation, alikes []models.LookAlike, more bool, now time.Time) *views.LookAlikes {
+	if len(alikes) == 0 {
+		return nil
+	}
+	box := &views.LookAlikes{More: more, Urgent: op.State == models.StateAwaitingApproval || op.State == models.StateUnknown}
+	for _, a := range alikes {
+		names := make([]string, len(a.ApprovedBy))
+		for i, p := range a.ApprovedBy {
+			names[i] = p.Name()
+		}
+		box.Rows = append(box.Rows, views.LookAlikeRow{Href: OperationHref(a.ID), Key: a.Key, State: string(a.State),
+			Created: views.NewTime(a.CreatedAt, now), ApprovedBy: strings.Join(names, ", ")})
+	}
+	return box
 }

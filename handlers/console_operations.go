@@ -257,6 +257,11 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 		return err
 	}
 	p.Timeline = withRequests(p.Timeline, repeats, rec.Audit)
+	alikes, more, err := h.Ledger.LookAlikes(c.Request().Context(), v.Scope, rec.Op)
+	if err != nil {
+		return err
+	}
+	p.LookAlikes = lookAlikesBox(rec.Op, alikes, more, now)
 	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice

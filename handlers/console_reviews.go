@@ -138,13 +138,21 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, o
 	if err != nil {
 		return views.ReviewList{}, err
 	}
+	probes := make([]*models.Operation, len(items))
+	for i, it := range items {
+		probes[i] = &models.Operation{ID: it.OperationID, Tenant: it.Tenant, Fingerprint: it.Fingerprint, CreatedAt: it.OpCreatedAt}
+	}
+	alike, err := h.Ledger.HasLookAlikes(c.Request().Context(), v.Scope, probes)
+	if err != nil {
+		return views.ReviewList{}, err
+	}
 	rows := make([]queued, 0, len(items))
 	for _, it := range items {
 		op := views.OperationRow{ID: it.OperationID, Href: OperationHref(it.OperationID), Tenant: it.Tenant,
 			Key: it.Key, Tool: it.Tool, State: string(it.State)}
 		row := views.ReviewRow{ID: it.ReviewID, Tenant: it.Tenant, Reason: reasonLabel(it.Reason), ReasonShort: reasonShort[it.Reason],
 			Opened: views.NewTime(it.OpenedAt, now), OpenedBy: models.ActorName(it.OpenedBy), Operation: op, Age: views.Age(now.Sub(it.OpenedAt)),
-			ShowReason: reasonStates[it.Reason] != it.State, Evidence: evidenceLine(it.Evidence)}
+			ShowReason: reasonStates[it.Reason] != it.State, Evidence: evidenceLine(it.Evidence), LookAlike: alike[it.OperationID]}
 		h.queueFacts(&row, it, decisions[it.OperationID], v, now)
 		if it.Compensates != nil {
 			row.Label = compensationLabel(undoneKeys[*it.Compensates], row.Summary, row.SummaryIsParams)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,8 @@ type Ledger struct {
 	tracer   trace.Tracer
 	// payloads renders the operation object of webhook payloads (see Config.Payloads).
 	payloads PayloadRenderer
+	// publicURL is Config.PublicURL.
+	publicURL string
 	// keys remembers recent authentications (see Authenticate, Config.KeyCacheTTL).
 	keys *keyCache
 	// key is the ledger's own key (Config.Key); data seals sensitive params (Config.DataKeys).
@@ -49,6 +52,9 @@ type Config struct {
 	// Now is the ledger's clock (leases, backoff, settle windows, retention); nil means the
 	// wall clock.
 	Now func() time.Time
+	// PublicURL is the console's address as people reach it (serve --public-url), without a
+	// trailing slash: webhook payloads link to the operation's page under it. "" links nowhere.
+	PublicURL string
 	// Payloads renders the operation object of webhook payloads, masked as the API masks it.
 	// A ledger without one refuses (fails the transaction of) any change that a subscription
 	// wants to hear about, rather than commit the change without its notification or with
@@ -91,7 +97,7 @@ func New(cfg Config) *Ledger {
 		replays = DefaultReplayCacheBytes
 	}
 	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
-		payloads: cfg.Payloads, observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
+		payloads: cfg.Payloads, publicURL: strings.TrimRight(cfg.PublicURL, "/"), observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
 		replays: newReplayCache(replays)}
 }
 

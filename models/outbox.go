@@ -4,32 +4,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"gorm.io/gorm"
 )
 
 // PayloadRenderer renders the operation object of docs/API.md for webhook payloads, with the tool's
-// sensitive params masked. The ledger cannot render it alone: the masking rules live in the
-// catalogue, which models does not import, so the wiring hands it one (Config.Payloads).
+// sensitive params masked, and the tool's summary line. The ledger cannot render them alone: the
+// masking rules live in the catalogue.
 type PayloadRenderer interface {
 	RenderOperation(op *Operation) (json.RawMessage, error)
+	// Summary is the tool's summary line of op's masked params ("42.00 EUR to order 1044"), ""
+	// when the tool has none.
+	Summary(op *Operation) string
 }
 
-// PayloadRendererFunc lets a function be a PayloadRenderer.
-type PayloadRendererFunc func(op *Operation) (json.RawMessage, error)
-
-// RenderOperation calls f.
-func (f PayloadRendererFunc) RenderOperation(op *Operation) (json.RawMessage, error) { return f(op) }
-
-var _ PayloadRenderer = PayloadRendererFunc(nil)
-
-// webhookPayload is the body of every delivery (docs/WEBHOOKS.md).
 type webhookPayload struct {
-	Type       string      `json:"type"`
-	OccurredAt time.Time   `json:"occurred_at"`
-	Tenant     string      `json:"tenant"`
-	Data       webhookData `json:"data"`
+	Type       string    `json:"type"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Tenant     string    `json:"tenant"`
+	// Summary is the tool's summary line ("42.00 EUR to order 1044"), "" when it has none.
+	Summary string `json:"summary"`
+	// Links point people at the operation; absent without a public URL (Config.PublicURL).
+	Links *webhookLinks `json:"links,omitempty"`
+	Data  webhookData   `json:"data"`
+}
+
+type webhookLinks struct {
+	Console string `json:"console"`
 }
 
 type webhookData struct {
@@ -154,7 +157,11 @@ func (l *Ledger) payload(now time.Time, op *Operation, n notice) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("render operation: %w", err)
 	}
-	p := webhookPayload{Type: n.typ, OccurredAt: now.UTC(), Tenant: op.Tenant, Data: webhookData{Operation: rendered}}
+	p := webhookPayload{Type: n.typ, OccurredAt: now.UTC(), Tenant: op.Tenant, Summary: l.payloads.Summary(op),
+		Data: webhookData{Operation: rendered}}
+	if l.publicURL != "" {
+		p.Links = &webhookLinks{Console: l.publicURL + "/operations/" + url.PathEscape(op.ID)}
+	}
 	if r := op.Review; n.withReview && r != nil {
 		p.Data.Review = &webhookReview{ID: r.ID, OperationID: r.OperationID, Status: r.Status, Reason: r.Reason,
 			OpenedAt: r.OpenedAt.UTC(), OpenedBy: r.OpenedBy, ResolvedAt: r.ResolvedAt, ResolvedBy: r.ResolvedBy, Resolution: r.Resolution,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -445,5 +446,48 @@ func TestStaleCopyStillAnnouncesTheCurrentReview(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(msgs[2].Payload), &resolved))
 		assert.Equal(t, models.ReviewResolved, resolved.Data.Review.Status)
 		assert.Equal(t, "operation moved to SUCCEEDED", resolved.Data.Review.Resolution)
+	})
+}
+
+// TestPayloadSummaryAndLinks: every body carries the tool's summary line, written from the
+// masked params (a summary that names a sensitive param shows it masked), and, with a public
+// URL, a link to the operation's page; without one, no links member.
+func TestPayloadSummaryAndLinks(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		cat, err := catalog.Load([]byte(webhookTools + `    summary: "Ticket {{.Params.subject}} for card {{.Params.card_number}}"` + "\n"))
+		require.NoError(t, err)
+		db := testdb.Open(t, d)
+		for _, public := range []string{"https://idemgate.example.com/", ""} {
+			l := models.New(models.Config{DB: db, Dialect: d, Payloads: opview.Payloads(cat), PublicURL: public})
+			ctx := context.Background()
+			if public != "" {
+				for _, name := range []string{"acme", "other"} {
+					_, err := l.CreateTenant(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, name)
+					require.NoError(t, err)
+				}
+				subscribe(t, l, "acme", models.WebhookEventTypes...)
+			}
+			k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "acme", "agent", nil)
+			require.NoError(t, err)
+			c, err := l.Authenticate(ctx, k.Secret)
+			require.NoError(t, err)
+			cl := running(t, l, c, "linked-"+strconv.FormatBool(public != ""))
+			require.NoError(t, l.FinishAttempt(ctx, cl, "w1", succeeded))
+			msgs, err := l.OutboxMessages(ctx, "acme", cl.Op.ID)
+			require.NoError(t, err)
+			require.Len(t, msgs, 1)
+			var p struct {
+				Summary string          `json:"summary"`
+				Links   json.RawMessage `json:"links"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(msgs[0].Payload), &p))
+			assert.Equal(t, "Ticket x for card ***", p.Summary)
+			assert.NotContains(t, msgs[0].Payload, cardNumber)
+			if public != "" {
+				assert.JSONEq(t, `{"console":"https://idemgate.example.com/operations/`+cl.Op.ID+`"}`, string(p.Links))
+			} else {
+				assert.Nil(t, p.Links, "no public URL, no links: %s", msgs[0].Payload)
+			}
+		}
 	})
 }

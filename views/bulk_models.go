@@ -26,7 +26,10 @@ type BulkPage struct {
 	Notice   *NoticeText
 	// Left says what was selected but is not part of the decision, a sentence each.
 	Left []string
-	Rows []BulkRow
+	// LookAlikes names, a sentence each, the selected operations that share a tool and params
+	// under different keys: approving all of them may do one thing twice.
+	LookAlikes []string
+	Rows       []BulkRow
 	// AtStake is the total amount of the operations whose summaries give one, per currency
 	// ("9,600.00 EUR + 120.00 USD"), and Priced how many of the rows that covers; "" when none.
 	AtStake string

@@ -156,6 +156,8 @@ type ReviewRow struct {
 	// Evidence says what its attempts and look-ups saw ("1 attempt · timeout · 14 look-ups,
 	// all HTTP 500"); "" when nothing was tried.
 	Evidence string
+	// LookAlike marks an operation with look-alikes (models.LookAlikes).
+	LookAlike bool
 }
 
 // SearchPage is the operation search.
@@ -228,6 +230,9 @@ type OperationPage struct {
 	Notice *NoticeText
 	// Situation says, at the top, why a person is needed and what is safe.
 	Situation Situation
+	// LookAlikes are the tenant's other operations of the same tool and params made within a
+	// day of this one; nil when there are none.
+	LookAlikes *LookAlikes
 	// Params and Result are pretty-printed JSON with sensitive params masked; a note says why
 	// one is not shown.
 	Params        string
@@ -241,6 +246,25 @@ type OperationPage struct {
 	CompensatedBy *OperationRow
 	// Actions are the review actions allowed on this operation for this user; nil shows none.
 	Actions templ.Component
+}
+
+// LookAlikes warns of operations that look like this one: the same tool and params under
+// another key, which an agent that minted a new key for one intent would leave. Urgent is set
+// while a person decides this one (an approval, an UNKNOWN): they are the last defence.
+type LookAlikes struct {
+	Urgent bool
+	Rows   []LookAlikeRow
+	More   bool
+}
+
+// LookAlikeRow is one look-alike: a link to it, its key and state, when it was made, and who
+// approved it ("" for nobody).
+type LookAlikeRow struct {
+	Href       string
+	Key        string
+	State      string
+	Created    Time
+	ApprovedBy string
 }
 
 // Situation is the top of an operation page, in plain words: what happened (Outcome), why the

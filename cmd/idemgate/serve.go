@@ -6,6 +6,7 @@ import (
 	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ type serveFlags struct {
 	trustedProxies    web.TrustedProxies
 	allowOrigins      string
 	allowedOrigins    web.AllowedOrigins
+	publicURL         string
 	oidc              sso.Config
 	sso               *sso.Provider // nil: passwords only
 }
@@ -51,6 +53,8 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	fs.StringVar(&f.addr, "addr", orDefault(env.getenv("IDEMGATE_ADDR"), "127.0.0.1:8080"), "listen address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", env.getenv("IDEMGATE_METRICS_ADDR"), "listen address of /metrics (default: not served)")
 	fs.StringVar(&f.toolsFile, "tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
+	fs.StringVar(&f.publicURL, "public-url", env.getenv("IDEMGATE_PUBLIC_URL"),
+		"the console's address as people reach it (https://idemgate.example.com): notifications link to operations under it")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 100, "requests per second per principal (0: unlimited)")
 	fs.DurationVar(&f.poll, "poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
 	fs.DurationVar(&f.leaseMargin, "lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
@@ -82,6 +86,9 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	}
 	if f.allowedOrigins, err = web.ParseAllowedOrigins(f.allowOrigins); err != nil {
 		return nil, fmt.Errorf("--allowed-origin: %w", err)
+	}
+	if f.publicURL, err = parsePublicURL(f.publicURL); err != nil {
+		return nil, err
 	}
 	if withHTTP && f.oidc.Enabled() {
 		// The secret comes from the environment only: a command line is visible to every
@@ -160,7 +167,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		log.Info("the database URL goes through a transaction pooler (default_query_exec_mode) and IDEMGATE_DATABASE_LISTEN_URL is not set: " +
 			"no LISTEN connection, waiters on other replicas' operations poll")
 	}
-	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat, MCP: servers,
+	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat, MCP: servers, PublicURL: f.publicURL,
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},
@@ -300,4 +307,17 @@ func warnUnsignedExports(ctx context.Context, log *slog.Logger, l *models.Ledger
 	default:
 		log.Error("exports will be refused: the audit signing key cannot be used", "err", err)
 	}
+}
+
+// parsePublicURL checks --public-url: an absolute http or https URL of the console, which links
+// in notifications are made under; "" for none. A trailing slash is dropped.
+func parsePublicURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("--public-url %q: want the console's address, such as https://idemgate.example.com", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }

@@ -62,6 +62,9 @@ type Config struct {
 	LeaseMargin time.Duration
 	// Jobs says which background jobs Run runs.
 	Jobs Jobs
+	// PublicURL is the console's address as people reach it (serve --public-url): webhook
+	// payloads link to operations under it. "" links nowhere.
+	PublicURL string
 	// HTTP, when set, builds the HTTP server (the agent API, MCP, the console); nil builds
 	// none (idemgate worker).
 	HTTP *web.Settings
@@ -126,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Dialect:     cfg.Dialect,
 		Now:         cfg.Now,
 		Payloads:    opview.Payloads(cat), // webhook payloads show operations as the API does, masked
+		PublicURL:   cfg.PublicURL,
 		Observer:    metrics,
 		Tracer:      cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/models"),
 		KeyCacheTTL: cfg.KeyCacheTTL,
