@@ -48,7 +48,8 @@ func (h *Console) Webhooks(c echo.Context) error {
 	now := h.now()
 	names := tenantNames(tenants)
 	p := views.WebhooksPage{Page: h.page(c, v, "Webhooks", views.NavAdmin), TenantOptions: options(names, ""), MayAllowPrivate: v.Scope.Unlimited(),
-		EventTypes: models.WebhookEventTypes, TenantFilter: options(names, f.Tenant), Operation: f.OperationID,
+		EventTypes: models.WebhookEventTypes, Formats: options(models.WebhookFormats, models.WebhookFormatStandard),
+		TenantFilter: options(names, f.Tenant), Operation: f.OperationID,
 		StatusOptions: options([]string{models.DeliveryPending, models.DeliveryDelivered, models.DeliveryDead}, f.Status)}
 	if fl, ok := h.takeFlash(c); ok {
 		p.Notice = &views.NoticeText{Kind: views.NoticeKind(fl.Kind), Message: fl.Message}
@@ -58,7 +59,7 @@ func (h *Console) Webhooks(c echo.Context) error {
 		}
 	}
 	for _, s := range subs {
-		p.Subscriptions = append(p.Subscriptions, views.WebhookRow{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Events: s.Events,
+		p.Subscriptions = append(p.Subscriptions, views.WebhookRow{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Events: s.Events, Format: s.Format,
 			AllowPrivate: s.AllowPrivate, Created: views.NewTime(s.CreatedAt, now)})
 	}
 	for _, r := range rows {
@@ -105,7 +106,7 @@ func (h *Console) CreateWebhook(c echo.Context) error {
 		return err
 	}
 	in := models.NewWebhook{Tenant: c.FormValue("tenant"), URL: c.FormValue("url"), Events: form["events"],
-		AllowPrivate: c.FormValue("allow_private") == "1"}
+		AllowPrivate: c.FormValue("allow_private") == "1", Format: c.FormValue("format"), RoutingKey: strings.TrimSpace(c.FormValue("routing_key"))}
 	w, err := h.Ledger.CreateWebhook(c.Request().Context(), v.Scope, requester(c, v), in)
 	if err != nil {
 		return h.webhooksDone(c, err, "", "#subscriptions")
@@ -114,6 +115,19 @@ func (h *Console) CreateWebhook(c echo.Context) error {
 	h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Secret: w.Secret,
 		Message: "Webhook " + sub.ID + " of " + sub.Tenant + " created: deliveries to " + sub.URL + " are signed with this secret."})
 	return c.Redirect(http.StatusSeeOther, "/admin/webhooks#subscriptions")
+}
+
+// TestWebhook queues a test event for one subscription within the admin's scope.
+func (h *Console) TestWebhook(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	msg, err := h.Ledger.SendTestEvent(c.Request().Context(), v.Scope, requester(c, v), c.Param("id"))
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return err
+	}
+	return h.webhooksDone(c, err, "Test event "+msg+" queued for "+c.Param("id")+": its delivery is listed below once sent.", "#deliveries")
 }
 
 // DeleteWebhook ends a subscription within the admin's scope.

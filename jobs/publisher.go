@@ -3,12 +3,14 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -43,6 +45,8 @@ type PublisherConfig struct {
 	Now      func() time.Time
 	Jitter   func() float64 // uniform in [0, 1); nil: math/rand/v2
 	Log      *slog.Logger
+	// Getenv reads the environment for env: routing keys (nil: os.Getenv).
+	Getenv func(string) string
 }
 
 func (c *PublisherConfig) defaults() {
@@ -50,6 +54,9 @@ func (c *PublisherConfig) defaults() {
 	c.Timeout = orDuration(c.Timeout, 10*time.Second)
 	c.LeaseMargin = orDuration(c.LeaseMargin, 10*time.Second)
 	c.Window = orDuration(c.Window, DefaultWebhookWindow)
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
 	c.InitialBackoff = orDuration(c.InitialBackoff, 5*time.Second)
 	c.MaxBackoff = orDuration(c.MaxBackoff, time.Hour)
 	if c.Concurrency <= 0 {
@@ -134,7 +141,8 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 // deliver sends one claimed delivery and records what happened.
 func (p *Publisher) deliver(ctx context.Context, c models.ClaimedDelivery) {
 	status, latency, sendErr := p.send(ctx, c)
-	d := DecideDelivery(DeliveryInput{Delivered: sendErr == nil, Attempt: c.Delivery.WindowAttempt(),
+	skipped := errors.Is(sendErr, errNothingToSend)
+	d := DecideDelivery(DeliveryInput{Delivered: sendErr == nil || skipped, Attempt: c.Delivery.WindowAttempt(),
 		WindowStart: c.Delivery.WindowStart(), Window: p.cfg.Window,
 		Backoff: catalog.RetryPolicy{InitialBackoff: p.cfg.InitialBackoff, MaxBackoff: p.cfg.MaxBackoff},
 		Now:     p.cfg.Now(), Jitter: p.cfg.Jitter()})
@@ -168,17 +176,22 @@ func (p *Publisher) send(ctx context.Context, c models.ClaimedDelivery) (int, ti
 	if err != nil {
 		return 0, 0, fmt.Errorf("sign: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Payload))
+	body, err := p.formatted(ctx, c)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s body: %w", c.Format, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, fmt.Errorf("build request: %w", err)
 	}
 	id, ts := c.Delivery.OutboxID, p.cfg.Now().Unix()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "idemgate-webhooks/1")
-	// Spelled as Standard Webhooks spells them; header names are case-insensitive anyway.
+	// Spelled as Standard Webhooks spells them; header names are case-insensitive anyway. A chat
+	// or pager format is signed too: its receiver ignores the headers, a proxy may check them.
 	req.Header["webhook-id"] = []string{id}
 	req.Header["webhook-timestamp"] = []string{strconv.FormatInt(ts, 10)}
-	req.Header["webhook-signature"] = []string{SignWebhook(key, id, ts, c.Payload)}
+	req.Header["webhook-signature"] = []string{SignWebhook(key, id, ts, body)}
 	client := p.guarded
 	if c.AllowPrivate {
 		client = p.open

@@ -18,6 +18,10 @@ type ClaimedDelivery struct {
 	URL          string
 	Secret       string
 	AllowPrivate bool
+	// Format is the subscription's body format, RoutingKey its PagerDuty routing key's
+	// reference ("" for none).
+	Format     string
+	RoutingKey string
 }
 
 // claimRow is a due delivery read with its message and subscription.
@@ -30,6 +34,8 @@ type claimRow struct {
 	URL          string `gorm:"column:url"`
 	Secret       string
 	AllowPrivate bool
+	Format       string
+	RoutingKey   *string
 	SubDeletedAt *time.Time
 }
 
@@ -45,7 +51,7 @@ func (l *Ledger) ClaimDeliveries(ctx context.Context, worker string, limit int, 
 	var claimed []ClaimedDelivery
 	err := l.txn(ctx, "claim webhook deliveries", func(tx *gorm.DB) ([]string, error) {
 		q := tx.Table("webhook_deliveries AS d").
-			Select("d.*, o.event_type, o.tenant, o.payload, s.url, s.secret, s.allow_private, s.deleted_at AS sub_deleted_at").
+			Select("d.*, o.event_type, o.tenant, o.payload, s.url, s.secret, s.allow_private, s.format, s.routing_key, s.deleted_at AS sub_deleted_at").
 			Joins("JOIN outbox o ON o.id = d.outbox_id").
 			Joins("JOIN webhook_subscriptions s ON s.id = d.subscription_id").
 			// The status is spelled out, not bound, so that the planner can use the partial index
@@ -77,8 +83,12 @@ func (l *Ledger) ClaimDeliveries(ctx context.Context, worker string, limit int, 
 				continue // another publisher claimed it first
 			}
 			d.Attempts, d.LeaseOwner, d.LeaseExpiresAt, d.NextAttemptAt = d.Attempts+1, ptr(worker), ptr(until), until
-			claimed = append(claimed, ClaimedDelivery{Delivery: d, EventType: r.EventType, Tenant: r.Tenant,
-				Payload: []byte(r.Payload), URL: r.URL, Secret: r.Secret, AllowPrivate: r.AllowPrivate})
+			c := ClaimedDelivery{Delivery: d, EventType: r.EventType, Tenant: r.Tenant,
+				Payload: []byte(r.Payload), URL: r.URL, Secret: r.Secret, AllowPrivate: r.AllowPrivate, Format: r.Format}
+			if r.RoutingKey != nil {
+				c.RoutingKey = *r.RoutingKey
+			}
+			claimed = append(claimed, c)
 		}
 		return nil, nil
 	})

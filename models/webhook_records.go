@@ -58,8 +58,12 @@ type WebhookSubscription struct {
 	// everything the ledger lists.
 	Secret       string
 	AllowPrivate bool
-	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
-	DeletedAt    *time.Time
+	// Format is the body's format (WebhookFormats); RoutingKey, for PagerDuty, the secret
+	// reference of its routing key (ParseSecretRef), never the key.
+	Format     string
+	RoutingKey *string
+	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
+	DeletedAt  *time.Time
 }
 
 // EventList returns the subscription's event types.

@@ -26,6 +26,10 @@ type NewWebhook struct {
 	URL          string
 	Events       []string
 	AllowPrivate bool // the URL may point at loopback or private addresses
+	// Format is the body's format ("" for standard); RoutingKey the secret reference of a
+	// PagerDuty subscription's routing key.
+	Format     string
+	RoutingKey string
 	// Resolver checks where the URL's host points; nil is the system resolver.
 	Resolver AddrResolver
 }
@@ -99,6 +103,10 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 	if err != nil {
 		return nil, err
 	}
+	format, err := checkFormat(in.Format, events, in.RoutingKey)
+	if err != nil {
+		return nil, err
+	}
 	u, err := CheckWebhookURL(ctx, in.Resolver, in.URL, in.AllowPrivate)
 	if err != nil {
 		return nil, err
@@ -109,7 +117,10 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 	}
 	now := l.clock()
 	sub := WebhookSubscription{ID: newID("whk"), Tenant: in.Tenant, URL: u.String(), Events: strings.Join(events, ","),
-		Secret: secret, AllowPrivate: in.AllowPrivate, CreatedAt: now}
+		Secret: secret, AllowPrivate: in.AllowPrivate, Format: format, CreatedAt: now}
+	if in.RoutingKey != "" {
+		sub.RoutingKey = &in.RoutingKey
+	}
 	err = l.txn(ctx, "create webhook", func(tx *gorm.DB) ([]string, error) {
 		if err := tx.Where("name = ?", in.Tenant).Take(&Tenant{}).Error; err != nil {
 			if notFound(err) {
@@ -121,7 +132,8 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 			return nil, err
 		}
 		_, err := l.appendAudit(tx, now, AuditInput{Actor: by.Actor, Action: "webhook.create", Tenant: sub.Tenant, Outcome: "ok",
-			RequestID: by.RequestID, Detail: map[string]any{"webhook_id": sub.ID, "url": sub.URL, "events": sub.Events, "allow_private": sub.AllowPrivate}})
+			RequestID: by.RequestID, Detail: map[string]any{"webhook_id": sub.ID, "url": sub.URL, "events": sub.Events, "allow_private": sub.AllowPrivate,
+				"format": sub.Format}})
 		return nil, err
 	})
 	if err != nil {
@@ -132,7 +144,7 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 }
 
 // webhookColumns are the columns lists read: never the secret.
-const webhookColumns = "id, tenant, url, events, allow_private, created_at, deleted_at"
+const webhookColumns = "id, tenant, url, events, allow_private, format, routing_key, created_at, deleted_at"
 
 // Webhooks lists the live subscriptions within scope s, of tenant when it is not "", by tenant
 // and age. Their secrets are not read.

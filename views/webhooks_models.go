@@ -9,6 +9,7 @@ type WebhooksPage struct {
 	Subscriptions []WebhookRow
 	TenantOptions []Option
 	EventTypes    []string
+	Formats       []Option
 	// MayAllowPrivate offers targets on loopback or private addresses: only to an admin of
 	// every tenant, since such a target reaches into the gateway's own network.
 	MayAllowPrivate bool
@@ -34,6 +35,7 @@ type WebhookRow struct {
 	Tenant       string
 	URL          string
 	Events       string
+	Format       string
 	AllowPrivate bool
 	Created      Time
 }

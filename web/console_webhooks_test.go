@@ -164,3 +164,55 @@ func TestTenantAdminCannotAllowPrivateTargets(t *testing.T) {
 		assert.Empty(t, hooks, "nothing was subscribed")
 	})
 }
+
+// An admin creates a Slack subscription and a PagerDuty one through the form (the routing key as
+// a reference; the key itself refused), sees their formats listed, and sends a test event to the
+// Slack one: one delivery, of that subscription alone, and an audit entry. Both engines.
+func TestConsoleWebhookFormatsAndTestEvent(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		con := consoletest.Start(t, d, consoletest.Options{})
+		con.Tenant(t, "acme")
+		password := con.User(t, "ada@example.com", models.RoleAdmin)
+		b := con.NewBrowser(t)
+		b.MustLogin(t, "ada@example.com", password)
+		require.Equal(t, http.StatusOK, b.Get(t, "/admin/webhooks").Status)
+
+		create := func(form url.Values) *consoletest.Page {
+			form.Set("tenant", "acme")
+			form.Set("allow_private", "1")
+			require.Equal(t, http.StatusSeeOther, b.Post(t, "/admin/webhooks", form).Status)
+			return b.Get(t, "/admin/webhooks")
+		}
+		create(url.Values{"url": {"http://127.0.0.1:9/slack"}, "events": {"review.opened"}, "format": {"slack"}})
+		p := create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened"}, "format": {"pagerduty"}, "routing_key": {"R0UT1NGK3Y"}})
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "secret reference", "the key itself is refused")
+		create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened", "review.resolved"}, "format": {"pagerduty"},
+			"routing_key": {"tenant:pagerduty_key"}})
+
+		subs, err := con.Ledger.Webhooks(t.Context(), models.AllTenants(), "acme")
+		require.NoError(t, err)
+		require.Len(t, subs, 2)
+		formats := map[string]string{}
+		for _, s := range subs {
+			formats[s.URL] = s.Format
+		}
+		assert.Equal(t, map[string]string{"http://127.0.0.1:9/slack": "slack", "http://127.0.0.1:9/pd": "pagerduty"}, formats)
+		slack := subs[0]
+		if slack.Format != "slack" {
+			slack = subs[1]
+		}
+
+		p = b.Post(t, "/admin/webhooks/"+slack.ID+"/test", url.Values{})
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		p = b.Get(t, "/admin/webhooks")
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "Test event")
+		rows, err := con.Ledger.WebhookDeliveries(t.Context(), models.AllTenants(), models.DeliveryFilter{})
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		assert.Equal(t, slack.ID, rows[0].SubscriptionID)
+		assert.Equal(t, models.WebhookTest, rows[0].EventType)
+		es, _, err := con.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: "webhook.test", Limit: 10})
+		require.NoError(t, err)
+		assert.Len(t, es, 1)
+	})
+}

@@ -103,6 +103,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET("/admin/webhooks", con.Webhooks, admin...)
 	e.POST("/admin/webhooks", con.CreateWebhook, admin...)
 	e.POST("/admin/webhooks/:id/delete", con.DeleteWebhook, admin...)
+	e.POST("/admin/webhooks/:id/test", con.TestWebhook, admin...)
 	e.POST("/admin/webhooks/deliveries/:id/redeliver", con.Redeliver, admin...)
 
 	if cfg.Sandbox != nil {

@@ -9,9 +9,9 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private] | list [--tenant T] | delete ID"
+const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF] [--allow-private] | list [--tenant T] | test ID | delete ID"
 
-// webhook runs `idemgate webhook create|list|delete` (docs/CLI.md).
+// webhook runs `idemgate webhook create|list|test|delete` (docs/CLI.md).
 func (env *environment) webhook(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%s", webhookUsage)
@@ -21,6 +21,11 @@ func (env *environment) webhook(ctx context.Context, args []string) error {
 		return env.webhookCreate(ctx, args[1:])
 	case "list":
 		return env.webhookList(ctx, args[1:])
+	case "test":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: idemgate webhook test ID")
+		}
+		return env.webhookTest(ctx, args[1])
 	case "delete":
 		if len(args) != 2 {
 			return fmt.Errorf("usage: idemgate webhook delete ID")
@@ -36,11 +41,13 @@ func (env *environment) webhookCreate(ctx context.Context, args []string) error 
 	url := fs.String("url", "", "http or https URL that receives them (required)")
 	events := fs.String("events", "", "comma-separated event types: "+strings.Join(models.WebhookEventTypes, ", ")+" (required)")
 	allowPrivate := fs.Bool("allow-private", false, "allow a target on loopback or private addresses")
+	format := fs.String("format", models.WebhookFormatStandard, "body format: "+strings.Join(models.WebhookFormats, ", "))
+	routingKey := fs.String("routing-key", "", "pagerduty: the routing key's secret reference, env:NAME, file:PATH or tenant:NAME")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *tenant == "" || *url == "" || *events == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: idemgate webhook create --tenant T --url U --events a,b [--allow-private]")
+		return fmt.Errorf("usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF] [--allow-private]")
 	}
 	l, closeDB, err := env.openLedger(ctx)
 	if err != nil {
@@ -48,7 +55,8 @@ func (env *environment) webhookCreate(ctx context.Context, args []string) error 
 	}
 	defer closeDB()
 	w, err := l.CreateWebhook(ctx, models.AllTenants(), cli,
-		models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate})
+		models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate,
+			Format: *format, RoutingKey: *routingKey})
 	if err != nil {
 		return err
 	}
@@ -77,13 +85,13 @@ func (env *environment) webhookList(ctx context.Context, args []string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tURL\tEVENTS\tPRIVATE\tCREATED")
+	fmt.Fprintln(tw, "ID\tTENANT\tURL\tEVENTS\tFORMAT\tPRIVATE\tCREATED")
 	for _, s := range subs {
 		private := "no"
 		if s.AllowPrivate {
 			private = "allowed"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Tenant, s.URL, s.Events, private, s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Tenant, s.URL, s.Events, s.Format, private, s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	return tw.Flush()
 }
@@ -99,5 +107,21 @@ func (env *environment) webhookDelete(ctx context.Context, id string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "webhook %s of tenant %s deleted; its pending deliveries will not be sent\n", s.ID, s.Tenant)
+	return nil
+}
+
+// webhookTest queues a test event for one subscription: the publisher (of serve or worker)
+// sends it, and `webhook list` and the console's deliveries show how the receiver answered.
+func (env *environment) webhookTest(ctx context.Context, id string) error {
+	l, closeDB, err := env.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	msg, err := l.SendTestEvent(ctx, models.AllTenants(), cli, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "test event %s queued for webhook %s; a running serve or worker sends it\n", msg, id)
 	return nil
 }

@@ -154,3 +154,31 @@ func TestServeDeliversWebhooks(t *testing.T) {
 		s.stop(t)
 	})
 }
+
+// TestWebhookFormatCommands: webhook create --format and --routing-key, list's FORMAT column, and
+// webhook test queueing one test event. Both engines.
+func TestWebhookFormatCommands(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		dsn := testdb.DSN(t, d)
+		require.NoError(t, runCommand(t, dsn, "tenant", "create", "acme").err)
+		r := runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened,review.resolved",
+			"--format", "pagerduty", "--routing-key", "env:PAGERDUTY_ROUTING_KEY", "--allow-private")
+		require.NoError(t, r.err)
+		id := webhookIDRE.FindStringSubmatch(r.stdout)[1]
+		r = runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened",
+			"--format", "pagerduty", "--allow-private")
+		require.Error(t, r.err, "pagerduty needs a routing key reference")
+		r = runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/x", "--events", "review.opened",
+			"--format", "carrier-pigeon", "--allow-private")
+		require.Error(t, r.err)
+		r = runCommand(t, dsn, "webhook", "list")
+		require.NoError(t, r.err)
+		assert.Contains(t, r.stdout, "FORMAT")
+		assert.Contains(t, r.stdout, "pagerduty")
+		assert.NotContains(t, r.stdout, "PAGERDUTY_ROUTING_KEY", "the list shows the format, not where the key is")
+		r = runCommand(t, dsn, "webhook", "test", id)
+		require.NoError(t, r.err)
+		assert.Contains(t, r.stdout, "test event msg_")
+		require.Error(t, runCommand(t, dsn, "webhook", "test", "whk_nope").err)
+	})
+}
