@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Checks the Helm chart (deploy/helm/idemgate) offline: helm lint --strict and helm template for
+# the default values and for values-production.yaml (every option on), then every rendered
+# manifest decoded strictly with the Kubernetes API's Go types (deploy/helm/check, a Go module
+# of its own: unknown fields, wrong types and unknown kinds fail; pods must be hardened), and how
+# many objects of each kind each values file renders. Run by .ci/run; needs Go (and the Go
+# module proxy the first time, to build helm and the checker).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+HELM_VERSION=v4.3.2   # pinned
+# helm is not in Debian: built from source once (about 4 minutes here), then kept in a cache
+# that later runs find.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/idemgate-ci/helm-$HELM_VERSION
+helm=$cache/helm
+# The module version Go recorded in the binary (go version -m), and the version helm prints
+# (set with the linker, as helm's own Makefile does; go install alone would print "v4.3").
+built() { go version -m "$helm" 2>/dev/null | awk '$1=="mod" && $2=="helm.sh/helm/v4" {print $3}'; }
+if [ ! -x "$helm" ] || [ "$(built)" != "$HELM_VERSION" ] ||
+  [ "$("$helm" version --template '{{.Version}}')" != "$HELM_VERSION" ]; then
+  echo "building helm $HELM_VERSION into $cache"
+  GOBIN=$cache go install -trimpath \
+    -ldflags "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+fi
+version=$("$helm" version --template '{{.Version}}')
+[ "$version" = "$HELM_VERSION" ] && [ "$(built)" = "$HELM_VERSION" ] ||
+  { echo "helm says $version, built from helm.sh/helm/v4 $(built); want $HELM_VERSION"; exit 1; }
+echo "helm $version"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# helm keeps its settings and caches under these; none of the user's, none left behind.
+export HELM_CACHE_HOME=$tmp/helm/cache HELM_CONFIG_HOME=$tmp/helm/config HELM_DATA_HOME=$tmp/helm/data
+
+# The checker proves it can fail (a manifest with an unknown field, one with a wrong type, …),
+# then is built once.
+(cd check && go vet . && go test -count=1 . && go build -o "$tmp/check" .)
+
+chart=idemgate
+check() { # name want [helm template flags…]
+  local name=$1 want=$2; shift 2
+  "$helm" lint --strict "$chart" "$@"
+  "$helm" template idemgate "$chart" --namespace idemgate "$@" >"$tmp/$name.yaml"
+  "$tmp/check" -want "$want" "$tmp/$name.yaml"
+  echo "-- $name: $(grep -c '^kind:' "$tmp/$name.yaml") manifests valid"
+}
+check default "Deployment=1,Job=1,Service=1"
+check production "Deployment=2,Job=1,Service=2,ServiceMonitor=1,PodDisruptionBudget=2" -f "$chart/values-production.yaml"
+
+# What the production values must have rendered, beyond the kinds.
+prod=$tmp/production.yaml
+expect() { grep -qF -- "$1" "$prod" || { echo "values-production.yaml rendered no $1"; exit 1; }; }
+expect 'value: "$(HELM_IDEMGATE_DATABASE_URL)&default_query_exec_mode=exec"'
+expect '- name: IDEMGATE_DATABASE_LISTEN_URL'
+expect '- name: IDEMGATE_DATA_KEYS_OLD'
+expect 'helm.sh/hook: pre-install,pre-upgrade'
+expect 'path: /healthz'
+expect 'path: /readyz'
+expect '- 0.0.0.0:9090'
+[ "$(grep -c '^  replicas: 2$' "$prod")" = 1 ] || { echo "values-production.yaml: serve does not run two replicas"; exit 1; }
+
+# A URL without a query gets the mode after ?; a misspelt value, or a Secret without a name,
+# is refused before anything renders (values.schema.json and the templates' required).
+"$helm" template idemgate "$chart" --set pgbouncer.enabled=true --set pgbouncer.databaseUrlHasQuery=false |
+  grep -qF '$(HELM_IDEMGATE_DATABASE_URL)?default_query_exec_mode=exec' || { echo "no ?default_query_exec_mode"; exit 1; }
+refused() { # what helm must say, then the flags it must refuse
+  local want=$1; shift
+  if "$helm" template idemgate "$chart" "$@" >/dev/null 2>"$tmp/err"; then
+    echo "helm template accepted $*"; exit 1
+  fi
+  grep -qF -- "$want" "$tmp/err" || { cat "$tmp/err"; echo "refused $*, but not saying: $want"; exit 1; }
+  echo "-- refused $*: $want"
+}
+refused "additional properties 'replicas' not allowed" --set serve.replicas=2
+refused "value must be one of '', 'exec', 'simple_protocol'" --set pgbouncer.queryExecMode=describe_exec
+refused "secrets.databaseUrl.name is required" --set secrets.databaseUrl.name=
+refused "got string, want integer" --set-string serve.replicaCount=two
+echo "helm chart verified: lint, template and strict schema checks for the default and production values"
