@@ -4,10 +4,11 @@
 # pidfile in a temporary directory), loads the image, makes a database for the run, and brings
 # up migrate, serve and worker with deploy/compose/ci.yaml (host network, the demo on a free
 # port). Proves: migrate exits 0 before serve and worker start, /readyz 200, the demo's refund
-# 201 and its replay 200 (Idempotent-Replayed, one refund in the sandbox), the worker running,
-# and serve and worker stopping on SIGTERM with exit code 0. Then everything comes down: the
-# containers, the daemon, the database. Run by .ci/run, as root; needs dockerd (docker.io),
-# docker-compose (1.29.2), psql and Go.
+# 201 and its replay 200 (Idempotent-Replayed, one refund in the sandbox), /metrics, the worker
+# running, all three hardened (non-root, read-only root, no capabilities), and serve and worker
+# stopping on SIGTERM with exit code 0. Then everything comes down: the containers, the daemon,
+# the database. Run by .ci/run, as root; needs dockerd (docker.io), docker-compose (1.29.2), psql
+# and Go.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 admin=${IDEMGATE_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
@@ -78,7 +79,8 @@ container() { dc ps -a -q "$1"; }
 state() { docker inspect "$(container "$1")" --format "$2"; }
 [ "$(state migrate '{{.State.Status}} {{.State.ExitCode}}')" = "exited 0" ] ||
   { dc logs --no-color migrate; echo "migrate did not exit 0"; exit 1; }
-dc logs --no-color migrate | grep -q 'schema at version' || { dc logs --no-color migrate; exit 1; }
+migrated=$(dc logs --no-color migrate)
+grep -q 'schema at version' <<<"$migrated" || { echo "$migrated"; echo "migrate did not say the schema"; exit 1; }
 
 url="http://127.0.0.1:$port"
 for _ in $(seq 1 150); do
@@ -101,8 +103,14 @@ second=$(refund)
   { cat "$tmp/headers" "$tmp/answer"; echo "the replay answered $second, want 200 with Idempotent-Replayed"; exit 1; }
 refunds=$(curl -s "$url/sandbox/_stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"].get("refunds", 0))')
 [ "$refunds" = 1 ] || { echo "the sandbox made $refunds refunds, want 1"; exit 1; }
-curl -sf "http://127.0.0.1:$COMPOSE_CI_METRICS_PORT/metrics" | grep -q '^# HELP' || { echo "no /metrics"; exit 1; }
+metrics=$(curl -sf "http://127.0.0.1:$COMPOSE_CI_METRICS_PORT/metrics") && grep -q '^# HELP' <<<"$metrics" ||
+  { echo "serve's /metrics did not answer"; exit 1; }
 [ "$(state worker '{{.State.Running}}')" = true ] || { dc logs --no-color worker; echo "the worker is not running"; exit 1; }
+# They ran hardened, as the Helm chart's pods do (x-hardened in compose.yaml).
+for s in migrate serve worker; do
+  got=$(state "$s" '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}} {{.HostConfig.Tmpfs}}')
+  [ "$got" = "65532:65532 true [ALL] [no-new-privileges:true] map[/tmp:]" ] || { echo "$s ran as: $got"; exit 1; }
+done
 
 # SIGTERM (docker-compose stop) stops both cleanly.
 dc stop -t 30 serve worker >/dev/null 2>&1
@@ -111,4 +119,4 @@ for s in serve worker; do
   [ "$code" = 0 ] || { dc logs --no-color "$s" | tail -n 20; echo "$s: exit code $code after SIGTERM, want 0"; exit 1; }
 done
 dc down -t 5 >/dev/null 2>&1
-echo "compose ran: migrate exited 0, readyz 200, refund 201, replay 200 (one refund), worker running, serve and worker stopped with exit code 0"
+echo "compose ran: migrate exited 0, readyz 200, refund 201, replay 200 (one refund), worker running, all hardened, serve and worker stopped with exit code 0"

@@ -62,8 +62,9 @@ expect '- 0.0.0.0:9090'
 
 # A URL without a query gets the mode after ?; a misspelt value, or a Secret without a name,
 # is refused before anything renders (values.schema.json and the templates' required).
-"$helm" template idemgate "$chart" --set pgbouncer.enabled=true --set pgbouncer.databaseUrlHasQuery=false |
-  grep -qF '$(HELM_IDEMGATE_DATABASE_URL)?default_query_exec_mode=exec' || { echo "no ?default_query_exec_mode"; exit 1; }
+"$helm" template idemgate "$chart" --set pgbouncer.enabled=true --set pgbouncer.databaseUrlHasQuery=false >"$tmp/noquery.yaml"
+grep -qF '$(HELM_IDEMGATE_DATABASE_URL)?default_query_exec_mode=exec' "$tmp/noquery.yaml" ||
+  { echo "a URL without a query did not get ?default_query_exec_mode=exec"; exit 1; }
 refused() { # what helm must say, then the flags it must refuse
   local want=$1; shift
   if "$helm" template idemgate "$chart" "$@" >/dev/null 2>"$tmp/err"; then
