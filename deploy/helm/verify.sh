@@ -37,6 +37,13 @@ export HELM_CACHE_HOME=$tmp/helm/cache HELM_CONFIG_HOME=$tmp/helm/config HELM_DA
 # then is built once.
 (cd check && go vet . && go test -count=1 . && go build -o "$tmp/check" .)
 
+# The checker's module stays out of idemgate's: the root's ./... does not reach it, and the
+# root go.mod names no Kubernetes library.
+root_pkgs=$(cd ../.. && go list ./...)
+if grep -F /deploy/helm/ <<<"$root_pkgs" || grep -q 'k8s\.io' ../../go.mod; then
+  echo "deploy/helm/check leaked into idemgate's own module"; exit 1
+fi
+
 chart=idemgate
 check() { # name want [helm template flags…]
   local name=$1 want=$2; shift 2
