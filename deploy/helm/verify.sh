@@ -84,4 +84,5 @@ refused "additional properties 'replicas' not allowed" --set serve.replicas=2
 refused "value must be one of '', 'exec', 'simple_protocol'" --set pgbouncer.queryExecMode=describe_exec
 refused "secrets.databaseUrl.name is required" --set secrets.databaseUrl.name=
 refused "got string, want integer" --set-string serve.replicaCount=two
+refused "/metrics/serviceMonitor/interval" --set metrics.serviceMonitor.interval=30sec
 echo "helm chart verified: lint, template and strict schema checks for the default and production values"

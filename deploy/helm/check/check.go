@@ -58,6 +58,9 @@ func newDecoder() (runtime.Decoder, error) {
 
 var sourceRE = regexp.MustCompile(`(?m)^# Source: (.+)$`)
 
+// durationRE is the pattern the ServiceMonitor CRD (monitoring.coreos.com/v1) gives a Duration.
+var durationRE = regexp.MustCompile(`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`)
+
 // Decode reads a stream of YAML documents and decodes each strictly; it returns every
 // document's error, not only the first.
 func Decode(r io.Reader) ([]Object, []error) {
@@ -160,6 +163,14 @@ func Rules(objs []Object) []error {
 		case *monitoringv1.ServiceMonitor:
 			if len(x.Spec.Endpoints) == 0 {
 				fail(o, "no endpoints")
+			}
+			// The Go types make a duration a string; the CRD's schema holds the pattern.
+			for i, e := range x.Spec.Endpoints {
+				for field, d := range map[string]monitoringv1.Duration{"interval": e.Interval, "scrapeTimeout": e.ScrapeTimeout} {
+					if d != "" && !durationRE.MatchString(string(d)) {
+						fail(o, "endpoints[%d].%s %q is not a Prometheus duration", i, field, d)
+					}
+				}
 			}
 		}
 		if pod == nil {

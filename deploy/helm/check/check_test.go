@@ -101,6 +101,7 @@ func TestTheCheckerFails(t *testing.T) {
 		{"a key given twice", "  replicas: 2\n", "  replicas: 2\n  replicas: 3\n", `"replicas" already set`},
 		{"an unknown field of the ServiceMonitor", "      interval: 30s", "      intervall: 30s", `unknown field "spec.endpoints[0].intervall"`},
 		{"a wrong type in the ServiceMonitor", "      interval: 30s", "      interval: [30s]", "interval"},
+		{"a duration Prometheus does not take", "      interval: 30s", "      interval: 30 seconds", "not a Prometheus duration"},
 		{"an unknown kind", "kind: ServiceMonitor", "kind: ServiceMonitr", "no kind \"ServiceMonitr\""},
 		{"an unknown API version", "apiVersion: apps/v1", "apiVersion: apps/v2", "apps/v2"},
 		{"a bad name", "  name: idemgate\n  labels:", "  name: Idemgate_1\n  labels:", "name:"},
