@@ -2,9 +2,10 @@
 # Checks the Helm chart (deploy/helm/idemgate) offline: helm lint --strict and helm template for
 # the default values and for values-production.yaml (every option on), then every rendered
 # manifest decoded strictly with the Kubernetes API's Go types (deploy/helm/check, a Go module
-# of its own: unknown fields, wrong types and unknown kinds fail; pods must be hardened), and how
-# many objects of each kind each values file renders. Run by .ci/run; needs Go (and the Go
-# module proxy the first time, to build helm and the checker).
+# of its own: unknown fields, wrong types and unknown kinds fail; pods must be hardened; what
+# refers to something must find it), and how many objects of each kind each values file
+# renders. Run by .ci/run; needs Go (and the Go module proxy the first time, to build helm and
+# the checker).
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -4,9 +4,10 @@
 // Operator's monitoring.coreos.com/v1 types, by apimachinery's strict decoder. An unknown or
 // misspelt field, a duplicate field, a value of the wrong type, or a kind the scheme does not
 // know fails. Then a few rules the decoder cannot see: names and labels well formed, every
-// container with an image, and every pod hardened the way the chart promises (non-root,
-// read-only root filesystem with /tmp on an emptyDir, no privilege escalation, no capabilities,
-// the RuntimeDefault seccomp profile, no service account token).
+// container with an image, every pod hardened the way the chart promises (non-root, read-only
+// root filesystem with /tmp on an emptyDir, no privilege escalation, no capabilities, the
+// RuntimeDefault seccomp profile, no service account token), and the wiring: Services,
+// PodDisruptionBudgets and the ServiceMonitor select something, on ports it has.
 //
 //	helm template deploy/helm/idemgate | go run . [-want Deployment=2,Job=1] [FILE...]
 //
@@ -28,6 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -195,6 +197,102 @@ func labelErrs(o Object, labels map[string]string) []error {
 		}
 		for _, e := range validation.IsValidLabelValue(v) {
 			errs = append(errs, fmt.Errorf("%s: %s %q: label %s=%q: %s", o.Source, o.Kind, o.Name, k, v, e))
+		}
+	}
+	return errs
+}
+
+// Wiring checks that what refers to something finds it: each Service selects the pods of a
+// Deployment and its named target ports are ports of their containers; a ServiceMonitor selects
+// a Service that has its endpoints' ports; a PodDisruptionBudget selects a Deployment's pods.
+func Wiring(objs []Object) []error {
+	var errs []error
+	fail := func(o Object, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s %q: %s", o.Source, o.Kind, o.Name, fmt.Sprintf(format, args...)))
+	}
+	type workload struct {
+		labels map[string]string
+		ports  map[string]bool // container port names and numbers
+	}
+	var workloads []workload
+	var services []*corev1.Service
+	for _, o := range objs {
+		if d, ok := o.Obj.(*appsv1.Deployment); ok {
+			w := workload{labels: d.Spec.Template.Labels, ports: map[string]bool{}}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				for _, p := range c.Ports {
+					w.ports[p.Name] = true
+					w.ports[strconv.Itoa(int(p.ContainerPort))] = true
+				}
+			}
+			workloads = append(workloads, w)
+		}
+		if s, ok := o.Obj.(*corev1.Service); ok {
+			services = append(services, s)
+		}
+	}
+	selects := func(selector, labels map[string]string) bool {
+		if len(selector) == 0 {
+			return false
+		}
+		for k, v := range selector {
+			if labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, o := range objs {
+		switch x := o.Obj.(type) {
+		case *corev1.Service:
+			var selected []workload
+			for _, w := range workloads {
+				if selects(x.Spec.Selector, w.labels) {
+					selected = append(selected, w)
+				}
+			}
+			if len(selected) == 0 {
+				fail(o, "selects no Deployment's pods")
+			}
+			for _, p := range x.Spec.Ports {
+				target := p.TargetPort.String()
+				if p.TargetPort.IntValue() == 0 && target == "0" {
+					target = strconv.Itoa(int(p.Port))
+				}
+				for _, w := range selected {
+					if !w.ports[target] {
+						fail(o, "port %s: target port %s is not a port of the pods it selects", p.Name, target)
+					}
+				}
+			}
+		case *monitoringv1.ServiceMonitor:
+			found := false
+			for _, s := range services {
+				if !selects(x.Spec.Selector.MatchLabels, s.Labels) {
+					continue
+				}
+				found = true
+				for _, e := range x.Spec.Endpoints {
+					has := false
+					for _, p := range s.Spec.Ports {
+						has = has || p.Name == e.Port
+					}
+					if !has {
+						fail(o, "endpoint port %q is not a port of Service %q", e.Port, s.Name)
+					}
+				}
+			}
+			if !found {
+				fail(o, "selects no Service")
+			}
+		case *policyv1.PodDisruptionBudget:
+			found := false
+			for _, w := range workloads {
+				found = found || (x.Spec.Selector != nil && selects(x.Spec.Selector.MatchLabels, w.labels))
+			}
+			if !found {
+				fail(o, "selects no Deployment's pods")
+			}
 		}
 	}
 	return errs

@@ -36,6 +36,8 @@ spec:
           ports:
             - name: http
               containerPort: 8080
+            - name: metrics
+              containerPort: 9090
           securityContext:
             readOnlyRootFilesystem: true
             allowPrivilegeEscalation: false
@@ -47,6 +49,35 @@ spec:
       volumes:
         - name: tmp
           emptyDir: {}
+---
+# Source: idemgate/templates/service.yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: idemgate
+  labels:
+    app.kubernetes.io/name: idemgate
+spec:
+  selector:
+    app.kubernetes.io/name: idemgate
+  ports:
+    - name: http
+      port: 8080
+      targetPort: http
+    - name: metrics
+      port: 9090
+      targetPort: 9090
+---
+# Source: idemgate/templates/pdb.yaml
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: idemgate
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: idemgate
 ---
 # Source: idemgate/templates/servicemonitor.yaml
 apiVersion: monitoring.coreos.com/v1
@@ -66,6 +97,7 @@ func check(t *testing.T, manifests string) []string {
 	t.Helper()
 	objs, errs := Decode(strings.NewReader(manifests))
 	errs = append(errs, Rules(objs)...)
+	errs = append(errs, Wiring(objs)...)
 	var msgs []string
 	for _, err := range errs {
 		msgs = append(msgs, err.Error())
@@ -78,10 +110,10 @@ func TestGoodManifestsPass(t *testing.T) {
 		t.Fatalf("good manifests failed:\n%s", strings.Join(errs, "\n"))
 	}
 	objs, _ := Decode(strings.NewReader(good))
-	if len(objs) != 2 || objs[0].Kind != "Deployment" || objs[1].Kind != "ServiceMonitor" {
+	if len(objs) != 4 || objs[0].Kind != "Deployment" || objs[3].Kind != "ServiceMonitor" {
 		t.Fatalf("decoded %v", objs)
 	}
-	if errs := Counts(objs, "Deployment=1,ServiceMonitor=1"); len(errs) > 0 {
+	if errs := Counts(objs, "Deployment=1,Service=1,PodDisruptionBudget=1,ServiceMonitor=1"); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 }
@@ -102,6 +134,11 @@ func TestTheCheckerFails(t *testing.T) {
 		{"an unknown field of the ServiceMonitor", "      interval: 30s", "      intervall: 30s", `unknown field "spec.endpoints[0].intervall"`},
 		{"a wrong type in the ServiceMonitor", "      interval: 30s", "      interval: [30s]", "interval"},
 		{"a duration Prometheus does not take", "      interval: 30s", "      interval: 30 seconds", "not a Prometheus duration"},
+		{"a Service's target port the pods lack", "      targetPort: http", "      targetPort: web", "target port web is not a port"},
+		{"a Service's target port number the pods lack", "      targetPort: 9090", "      targetPort: 9091", "target port 9091 is not a port"},
+		{"a Service selecting no pods", "  selector:\n    app.kubernetes.io/name: idemgate\n  ports:", "  selector:\n    app.kubernetes.io/name: idemgat\n  ports:", "Service \"idemgate\": selects no Deployment"},
+		{"a ServiceMonitor's port the Service lacks", "    - port: metrics", "    - port: metric", `endpoint port "metric" is not a port`},
+		{"a PodDisruptionBudget selecting no pods", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: idemgate", "  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget \"idemgate\": selects no"},
 		{"an unknown kind", "kind: ServiceMonitor", "kind: ServiceMonitr", "no kind \"ServiceMonitr\""},
 		{"an unknown API version", "apiVersion: apps/v1", "apiVersion: apps/v2", "apps/v2"},
 		{"a bad name", "  name: idemgate\n  labels:", "  name: Idemgate_1\n  labels:", "name:"},
@@ -135,10 +172,10 @@ func TestTheCheckerFails(t *testing.T) {
 
 func TestCounts(t *testing.T) {
 	objs, _ := Decode(strings.NewReader(good))
-	if errs := Counts(objs, "Deployment=2,ServiceMonitor=1"); len(errs) != 1 {
+	if errs := Counts(objs, "Deployment=2,Service=1,PodDisruptionBudget=1,ServiceMonitor=1"); len(errs) != 1 {
 		t.Errorf("a missing Deployment: %v", errs)
 	}
-	if errs := Counts(objs, "Deployment=1"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "ServiceMonitor rendered, want none") {
+	if errs := Counts(objs, "Deployment=1,Service=1,PodDisruptionBudget=1"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "ServiceMonitor rendered, want none") {
 		t.Errorf("an unexpected ServiceMonitor: %v", errs)
 	}
 }

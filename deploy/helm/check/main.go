@@ -37,6 +37,7 @@ func run(files []string, want string, stdin io.Reader, stdout io.Writer) error {
 	}
 	objs, errs := Decode(in)
 	errs = append(errs, Rules(objs)...)
+	errs = append(errs, Wiring(objs)...)
 	errs = append(errs, Counts(objs, want)...)
 	if len(objs) == 0 && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("no manifests"))
