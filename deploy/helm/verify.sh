@@ -4,8 +4,9 @@
 # manifest decoded strictly with the Kubernetes API's Go types (deploy/helm/check, a Go module
 # of its own: unknown fields, wrong types and unknown kinds fail; pods must be hardened; what
 # refers to something must find it), and how many objects of each kind each values file
-# renders. Run by .ci/run; needs Go (and the Go module proxy the first time, to build helm and
-# the checker).
+# renders; last, the production values' pods run in podman against the CI's PostgreSQL. Run by
+# .ci/run; needs Go (and the Go module proxy the first time, to build helm and the checker),
+# podman with runc, psql and python3.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -86,4 +87,31 @@ refused "value must be one of '', 'exec', 'simple_protocol'" --set pgbouncer.que
 refused "secrets.databaseUrl.name is required" --set secrets.databaseUrl.name=
 refused "got string, want integer" --set-string serve.replicaCount=two
 refused "/metrics/serviceMonitor/interval" --set metrics.serviceMonitor.interval=30sec
-echo "helm chart verified: lint, template and strict schema checks for the default and production values"
+
+# The production values' pods, run: the migration Job, then serve and worker, each container in
+# podman as the rendered spec says (args, env from the Secrets below, user 65532, read-only root
+# with /tmp as tmpfs, no capabilities, no privilege escalation, a network namespace of its own
+# that reaches the CI's PostgreSQL at 10.0.2.2, slirp4netns's name for the host's loopback). The
+# Job must exit 0, every probe answer 200 on its named port, /metrics answer on the metrics
+# ports, and SIGTERM stop serve and worker with exit code 0 (deploy/helm/check -run).
+pod="podman --runtime runc --cgroup-manager cgroupfs"
+admin=${IDEMGATE_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+db="idemgate_helm_ci_$$"
+tag=v0.0.0-helm-ci
+trap 'psql -q "$admin" -c "DROP DATABASE IF EXISTS $db" 2>/dev/null; $pod rmi -f "localhost/idemgate:$tag" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+(cd ../.. && go run ./deploy/image -out "$tmp/image" -version "$tag" -revision ci >/dev/null)
+$pod load -q -i "$tmp/image/idemgate.tar" >/dev/null
+psql -q "$admin" -c "CREATE DATABASE $db"
+url=$(python3 -c 'import sys, urllib.parse as u; p=u.urlsplit(sys.argv[1]); host=p.netloc.replace("127.0.0.1", "10.0.2.2").replace("localhost", "10.0.2.2"); print(u.urlunsplit(p._replace(netloc=host, path="/"+sys.argv[2])))' "$admin" "$db")
+key() { python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())'; }
+sed 's|{{SANDBOX}}|http://sandbox.invalid|g' ../../jobs/catalog/demo.yaml >"$tmp/tools.yaml"
+"$helm" template idemgate "$chart" -f "$chart/values-production.yaml" \
+  --set image.repository=localhost/idemgate --set image.tag="$tag" --set image.pullPolicy=Never >"$tmp/run.yaml"
+"$tmp/check" -run -podman "$pod" \
+  -secret "idemgate-database/url=$url" -secret "idemgate-database/listen-url=$url" \
+  -secret "idemgate-keys/session-key=$(key)" -secret "idemgate-keys/data-key=$(key)" \
+  -secret "idemgate-keys/data-keys-old=$(key)" -configmap "idemgate-tools/tools.yaml=$tmp/tools.yaml" "$tmp/run.yaml" >"$tmp/run.log" ||
+  { cat "$tmp/run.log"; exit 1; }
+grep -v '^ok ' "$tmp/run.log"
+
+echo "helm chart verified: lint, template and strict schema checks for the default and production values; the production pods ran"

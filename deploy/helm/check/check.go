@@ -11,6 +11,8 @@
 //
 //	helm template deploy/helm/idemgate | go run . [-want Deployment=2,Job=1] [FILE...]
 //
+// With -run it then starts the rendered pods in podman (RunPods, pods.go).
+//
 // It is its own Go module so that idemgate's go.mod does not carry the Kubernetes libraries.
 package main
 
