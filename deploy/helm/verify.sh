@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 HELM_VERSION=v4.3.2   # pinned
-# helm is not in Debian: built from source once (about 4 minutes here), then kept in a cache
+# helm is not in Debian: built from source once (4 to 7 minutes on 2 cores), then kept in a cache
 # that later runs find.
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/idemgate-ci/helm-$HELM_VERSION
 helm=$cache/helm
