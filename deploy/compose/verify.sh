@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Validates deploy/compose/compose.yaml as Compose reads it (docker-compose config, no daemon
-# needed), with an env file made from the example, and checks the services CI expects are in
-# it. Run by .ci/run; needs Debian's docker-compose (1.29.2).
+# Validates deploy/compose.yaml as Compose reads it (docker-compose config, no daemon needed),
+# with an env file made from deploy/idemgate.env.example, and checks the services CI expects
+# are in it. Run by .ci/run; needs Debian's docker-compose (1.29.2).
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp compose.yaml "$tmp/compose.yaml"
