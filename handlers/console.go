@@ -43,6 +43,8 @@ type Console struct {
 	ClaimTTL time.Duration
 	// SSO signs people in through an OpenID Connect provider; nil offers passwords only.
 	SSO *sso.Provider
+	// Mail says reviewers are emailed about reviews; the queue then offers to mute them.
+	Mail bool
 }
 
 // Sessions starts and ends console sessions and carries one-time messages between a POST

@@ -84,7 +84,31 @@ func (h *Console) Reviews(c echo.Context) error {
 	if p.Views, err = h.savedViews(c, v, models.ViewPageReviews, c.QueryParams()); err != nil {
 		return err
 	}
+	if h.Mail && (v.Role == models.RoleReviewer || v.Role == models.RoleAdmin) {
+		muted, err := h.Ledger.EmailMuted(c.Request().Context(), v.ID)
+		if err != nil {
+			return err
+		}
+		p.Email = &views.EmailChoice{On: !muted, CSRFToken: v.CSRFToken}
+	}
 	return renderPage(c, http.StatusOK, views.Reviews(p))
+}
+
+// SetEmail mutes or unmutes the signed-in person's email about reviews, and returns to the queue.
+func (h *Console) SetEmail(c echo.Context) error {
+	v, err := currentViewer(c)
+	if err != nil {
+		return err
+	}
+	on := c.FormValue("email") == "on"
+	if err := h.Ledger.SetEmailMuted(c.Request().Context(), v.ID, !on); err != nil {
+		return err
+	}
+	msg := "You will get no more email about reviews."
+	if on {
+		msg = "You will get an email when a review opens or an approval is about to lapse."
+	}
+	return h.formDone(c, nil, msg, "/reviews")
 }
 
 // ReviewList is the review queue's list alone, which console.js reloads in place.

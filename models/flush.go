@@ -134,7 +134,7 @@ func (l *Ledger) flush(tx *gorm.DB, p *pending, changed []string) error {
 	if closedRows != 1 {
 		return p.closing.stale // the whole transaction rolls back
 	}
-	if !subscribed {
+	if !subscribed && !l.mailsAbout(p.announcements) {
 		return nil
 	}
 	return l.announceAll(tx, p.announcements)
@@ -184,4 +184,20 @@ func flushRow(tx *gorm.DB, q string, args []any) (subscribed bool, closed int64,
 		return false, 0, err
 	}
 	return subscribed, closed, rows.Close()
+}
+
+// mailsAbout reports whether the announcements include one that emails reviewers: then they
+// are written whether or not a webhook subscription wants them.
+func (l *Ledger) mailsAbout(list []announcement) bool {
+	if !l.mail {
+		return false
+	}
+	for _, a := range list {
+		for _, n := range a.notices {
+			if slices.Contains(EmailEvents, n.typ) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -26,8 +26,9 @@ type Ledger struct {
 	tracer   trace.Tracer
 	// payloads renders the operation object of webhook payloads (see Config.Payloads).
 	payloads PayloadRenderer
-	// publicURL is Config.PublicURL.
+	// publicURL is Config.PublicURL, mail Config.Mail.
 	publicURL string
+	mail      bool
 	// keys remembers recent authentications (see Authenticate, Config.KeyCacheTTL).
 	keys *keyCache
 	// key is the ledger's own key (Config.Key); data seals sensitive params (Config.DataKeys).
@@ -55,6 +56,9 @@ type Config struct {
 	// PublicURL is the console's address as people reach it (serve --public-url), without a
 	// trailing slash: webhook payloads link to the operation's page under it. "" links nowhere.
 	PublicURL string
+	// Mail writes an email to each reviewer of the tenant when a review opens or an approval is
+	// about to lapse (models/mail.go), for a mailer to send; off, none is written.
+	Mail bool
 	// Payloads renders the operation object of webhook payloads, masked as the API masks it.
 	// A ledger without one refuses (fails the transaction of) any change that a subscription
 	// wants to hear about, rather than commit the change without its notification or with
@@ -97,7 +101,7 @@ func New(cfg Config) *Ledger {
 		replays = DefaultReplayCacheBytes
 	}
 	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
-		payloads: cfg.Payloads, publicURL: strings.TrimRight(cfg.PublicURL, "/"), observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
+		payloads: cfg.Payloads, mail: cfg.Mail, publicURL: strings.TrimRight(cfg.PublicURL, "/"), observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
 		replays: newReplayCache(replays)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -93,6 +94,11 @@ func (l *Ledger) announceNow(tx *gorm.DB, now time.Time, op *Operation, notices 
 		return fmt.Errorf("ledger: webhook subscriptions of %s: %w", op.Tenant, err)
 	}
 	for _, n := range notices {
+		if l.mail && slices.Contains(EmailEvents, n.typ) {
+			if err := l.enqueueEmails(tx, now, op, n); err != nil {
+				return fmt.Errorf("ledger: emails of %s of %s: %w", n.typ, op.ID, err)
+			}
+		}
 		var wanted []string
 		for i := range subs {
 			if subs[i].Wants(n.typ) {

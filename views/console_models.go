@@ -89,6 +89,14 @@ type ReviewsPage struct {
 	List    ReviewList
 	Views   SavedViews
 	Bulk    *BulkBar // nil for those who may not decide
+	// Email, when reviewers are emailed, says whether this person is; nil when nobody is.
+	Email *EmailChoice
+}
+
+// EmailChoice is a person's choice to get email about reviews, and the form that changes it.
+type EmailChoice struct {
+	On        bool
+	CSRFToken string
 }
 
 // ReviewList is the part of the review queue that refreshes itself.

@@ -52,7 +52,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	// or an admin, the audit log and exports an auditor or an admin, /admin an admin.
 	sm := newSessionManager(cfg, refusals)
 	con := &handlers.Console{Ledger: cfg.Ledger, Catalog: cfg.Catalog, Sessions: sm, Limits: cfg.LoginLimits, Now: cfg.Now, Refusals: refusals,
-		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning}
+		RefreshEvery: cfg.ReviewRefresh, Executor: cfg.Executor, Log: cfg.Log, SSO: cfg.SSO, ApprovalWarning: cfg.ApprovalWarning,
+		Mail: cfg.Mail}
 	anyone := []echo.MiddlewareFunc{middleware.BodyLimit(consoleBodyLimit), handlers.Preferences, sm.load, refuseNULForm, sm.csrf}
 	signedIn := slices.Concat(anyone, []echo.MiddlewareFunc{sm.requireUser})
 	admin := slices.Concat(signedIn, []echo.MiddlewareFunc{sm.requireRole(onlyAdmins, models.RoleAdmin)})
@@ -69,6 +70,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.GET(sso.CallbackPath, con.SSOCallback, anyone...)
 	e.GET("/", con.Dashboard, signedIn...)
 	e.GET("/reviews", con.Reviews, signedIn...)
+	e.POST("/reviews/email", con.SetEmail, reviewer...)
 	e.GET("/reviews/list", con.ReviewList, signedIn...)
 	e.GET("/operations", con.Operations, signedIn...)
 	e.GET("/operations/:id", con.Operation, signedIn...)

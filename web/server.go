@@ -84,6 +84,9 @@ type Settings struct {
 	ApprovalWarning time.Duration
 	// SSO, when set, offers sign-in through an OpenID Connect provider beside passwords.
 	SSO *sso.Provider
+	// Mail says reviewers are emailed (--smtp-url): the review queue offers each person to
+	// mute them.
+	Mail bool
 }
 
 // withDefaults fills the zero fields of cfg.

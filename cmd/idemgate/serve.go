@@ -6,6 +6,7 @@ import (
 	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net"
+	"net/mail"
 	"net/url"
 	"strings"
 	"time"
@@ -41,6 +42,8 @@ type serveFlags struct {
 	allowOrigins      string
 	allowedOrigins    web.AllowedOrigins
 	publicURL         string
+	smtpURL, smtpFrom string
+	mail              *jobs.MailerConfig
 	oidc              sso.Config
 	sso               *sso.Provider // nil: passwords only
 }
@@ -53,6 +56,9 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	fs.StringVar(&f.addr, "addr", orDefault(env.getenv("IDEMGATE_ADDR"), "127.0.0.1:8080"), "listen address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", env.getenv("IDEMGATE_METRICS_ADDR"), "listen address of /metrics (default: not served)")
 	fs.StringVar(&f.toolsFile, "tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
+	fs.StringVar(&f.smtpURL, "smtp-url", env.getenv("IDEMGATE_SMTP_URL"),
+		"email reviewers through this SMTP server: smtp://[user@]host:port (STARTTLS when offered) or smtps://…; the password in IDEMGATE_SMTP_PASSWORD")
+	fs.StringVar(&f.smtpFrom, "smtp-from", env.getenv("IDEMGATE_SMTP_FROM"), "the From address of reviewers' emails (required with --smtp-url)")
 	fs.StringVar(&f.publicURL, "public-url", env.getenv("IDEMGATE_PUBLIC_URL"),
 		"the console's address as people reach it (https://idemgate.example.com): notifications link to operations under it")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 100, "requests per second per principal (0: unlimited)")
@@ -89,6 +95,16 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	}
 	if f.publicURL, err = parsePublicURL(f.publicURL); err != nil {
 		return nil, err
+	}
+	if f.smtpURL != "" {
+		u, err := jobs.ParseSMTPURL(f.smtpURL)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := mail.ParseAddress(f.smtpFrom); err != nil {
+			return nil, fmt.Errorf("--smtp-from %q: an address is required with --smtp-url: %v", f.smtpFrom, err)
+		}
+		f.mail = &jobs.MailerConfig{SMTP: u, Password: env.getenv("IDEMGATE_SMTP_PASSWORD"), From: f.smtpFrom}
 	}
 	if withHTTP && f.oidc.Enabled() {
 		// The secret comes from the environment only: a command line is visible to every
@@ -171,7 +187,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},
-			Publish: true, WebhookWindow: f.webhookWindow}}
+			Publish: true, WebhookWindow: f.webhookWindow, Mail: f.mail}}
 	if withHTTP {
 		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, AllowedOrigins: f.allowedOrigins, SSO: f.sso,
 			ApprovalWarning: keepFor(f.approvalWarning)}

@@ -84,6 +84,9 @@ type Jobs struct {
 	// (jobs.DefaultWebhookWindow if zero).
 	Publish       bool
 	WebhookWindow time.Duration
+	// Mail, when set, emails reviewers (serve and worker --smtp-url): the ledger writes the
+	// emails and this mailer sends them. Ledger, Worker, Now and Log are filled in.
+	Mail *jobs.MailerConfig
 }
 
 // App is a built gateway.
@@ -130,6 +133,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Now:         cfg.Now,
 		Payloads:    opview.Payloads(cat), // webhook payloads show operations as the API does, masked
 		PublicURL:   cfg.PublicURL,
+		Mail:        cfg.Jobs.Mail != nil,
 		Observer:    metrics,
 		Tracer:      cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/models"),
 		KeyCacheTTL: cfg.KeyCacheTTL,
@@ -161,6 +165,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{Ledger: ledger, Catalog: cat, Executor: exec, Metrics: metrics, cfg: cfg, log: log}
 	if cfg.HTTP != nil {
 		settings := *cfg.HTTP
+		settings.Mail = cfg.Jobs.Mail != nil
 		if settings.SessionKey == "" {
 			key, err := keptSessionKey(ctx, ledger, log)
 			if err != nil {
@@ -241,6 +246,11 @@ func (a *App) Run(ctx context.Context) {
 	if j.Publish {
 		run(jobs.NewPublisher(jobs.PublisherConfig{Ledger: a.Ledger, Worker: a.Executor.Worker(),
 			Window: j.WebhookWindow, Now: a.cfg.Now, Log: a.log}).Run)
+	}
+	if j.Mail != nil {
+		mc := *j.Mail
+		mc.Ledger, mc.Worker, mc.Now, mc.Log = a.Ledger, a.Executor.Worker(), a.cfg.Now, a.log
+		run(jobs.NewMailer(mc).Run)
 	}
 	if a.cfg.ListenDSN != "" {
 		run(func(ctx context.Context) { a.Ledger.Listen(ctx, a.cfg.ListenDSN, a.log) })

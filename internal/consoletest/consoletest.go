@@ -83,6 +83,9 @@ type Options struct {
 	// MCPServers, when set, is an mcp_servers block (YAML, docs/MCP.md) added to the catalogue:
 	// its servers are started for the test and their tools listed.
 	MCPServers string
+	// Mail, when set, emails reviewers through it (serve --smtp-url); the console's own address
+	// is then its public URL, so the emails link to its pages.
+	Mail *jobs.MailerConfig
 }
 
 // ExtraTools are added to gatewaytest's catalogue for console tests.
@@ -154,9 +157,13 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var public string
+	if opts.Mail != nil {
+		public = scheme + srv.Listener.Addr().String()
+	}
 	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now,
-		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now, PublicURL: public,
+		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4, Mail: opts.Mail},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
 			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
 			TrustedProxies: opts.TrustedProxies, RefusalLimits: opts.RefusalLimits, ReviewRefresh: opts.ReviewRefresh,

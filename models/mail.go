@@ -1,0 +1,194 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Email to reviewers (docs/WEBHOOKS.md "Email"): when a review opens or an approval is about to
+// lapse, each reviewer (and admin) of the tenant who has not muted email gets one message,
+// written in the same transaction as the change, like the outbox's messages, and sent by a
+// mailer. The (review, recipient, event) triple is unique: a replica that announces the same
+// change again, or a second sweep, writes nothing more.
+
+// EmailEvents are the events that email reviewers.
+var EmailEvents = []string{WebhookReviewOpened, WebhookReviewExpiring}
+
+// The statuses of an email.
+const (
+	EmailPending = "pending"
+	EmailSent    = "sent"
+	EmailDead    = "dead"
+)
+
+// Email is one message to one person about one review.
+type Email struct {
+	ID          string `gorm:"primaryKey"`
+	Tenant      string
+	ReviewID    string
+	OperationID string
+	Event       string
+	Recipient   string
+	// Payload is the standard webhook body of the change, which the mailer writes the message
+	// from (summary, why, link).
+	Payload        string
+	Status         string
+	Attempts       int
+	NextAttemptAt  time.Time
+	LeaseOwner     *string
+	LeaseExpiresAt *time.Time
+	LastError      *string
+	CreatedAt      time.Time
+	SentAt         *time.Time
+}
+
+// TableName is the emails' table.
+func (Email) TableName() string { return "emails" }
+
+// mailSchema is migration step 25's.
+const mailSchema = `
+CREATE TABLE emails (
+	id               TEXT PRIMARY KEY,
+	tenant           TEXT NOT NULL,
+	review_id        TEXT NOT NULL,
+	operation_id     TEXT NOT NULL,
+	event            TEXT NOT NULL,
+	recipient        TEXT NOT NULL,
+	payload          TEXT NOT NULL,
+	status           TEXT NOT NULL,
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at  {{ts}} NOT NULL,
+	lease_owner      TEXT,
+	lease_expires_at {{ts}},
+	last_error       TEXT,
+	created_at       {{ts}} NOT NULL,
+	sent_at          {{ts}}
+);
+CREATE UNIQUE INDEX emails_once ON emails (review_id, recipient, event);
+CREATE INDEX emails_due ON emails (next_attempt_at) WHERE status = 'pending';
+ALTER TABLE users ADD COLUMN email_muted BOOLEAN NOT NULL DEFAULT FALSE;
+`
+
+// enqueueEmails writes, inside tx, one email about notice n of op to each person who reviews
+// op's tenant and has not muted email.
+func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n notice) error {
+	if err := currentReview(tx, op); err != nil {
+		return err
+	}
+	if op.ReviewID == nil {
+		return nil
+	}
+	var users []User
+	if err := tx.Select("email, tenants").Where("disabled_at IS NULL AND email_muted = ? AND role IN ?", false,
+		[]Role{RoleReviewer, RoleAdmin}).Find(&users).Error; err != nil {
+		return fmt.Errorf("reviewers of %s: %w", op.Tenant, err)
+	}
+	var rows []Email
+	body, err := l.payload(now, op, n)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if ts := u.TenantList(); ts != nil && !slices.Contains(ts, op.Tenant) {
+			continue
+		}
+		rows = append(rows, Email{ID: newID("eml"), Tenant: op.Tenant, ReviewID: *op.ReviewID, OperationID: op.ID, Event: n.typ,
+			Recipient: u.Email, Payload: string(body), Status: EmailPending, NextAttemptAt: now, CreatedAt: now})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
+}
+
+// SetEmailMuted mutes or unmutes email about reviews for user id.
+func (l *Ledger) SetEmailMuted(ctx context.Context, id string, muted bool) error {
+	return l.txn(ctx, "mute email", func(tx *gorm.DB) ([]string, error) {
+		return nil, tx.Model(&User{}).Where("id = ?", id).Update("email_muted", muted).Error
+	})
+}
+
+// EmailMuted reports whether user id has muted email about reviews.
+func (l *Ledger) EmailMuted(ctx context.Context, id string) (bool, error) {
+	var muted bool
+	err := l.scope(ctx).Model(&User{}).Select("email_muted").Where("id = ?", id).Scan(&muted).Error
+	if err != nil {
+		return false, unavailable("read email preference", err)
+	}
+	return muted, nil
+}
+
+// ClaimEmails claims up to limit pending emails that are due, for worker and lease, as
+// ClaimDeliveries claims deliveries: a compare-and-set on the attempt count, the next attempt
+// pushed past the lease, so no two mailers send one at once and a mailer that dies loses none.
+func (l *Ledger) ClaimEmails(ctx context.Context, worker string, limit int, lease time.Duration) ([]Email, error) {
+	now := l.clock()
+	var claimed []Email
+	err := l.txn(ctx, "claim emails", func(tx *gorm.DB) ([]string, error) {
+		q := tx.Where("status = 'pending' AND next_attempt_at <= ?", now).Order("next_attempt_at, id").Limit(limit)
+		if l.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var rows []Email
+		if err := q.Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, e := range rows {
+			until := now.Add(lease)
+			res := tx.Model(&Email{}).Where("id = ? AND status = ? AND attempts = ?", e.ID, EmailPending, e.Attempts).
+				Updates(map[string]any{"attempts": e.Attempts + 1, "lease_owner": worker, "lease_expires_at": until, "next_attempt_at": until})
+			if res.Error != nil {
+				return nil, res.Error
+			}
+			if res.RowsAffected == 1 {
+				e.Attempts, e.LeaseOwner, e.LeaseExpiresAt, e.NextAttemptAt = e.Attempts+1, ptr(worker), ptr(until), until
+				claimed = append(claimed, e)
+			}
+		}
+		return nil, nil
+	})
+	return claimed, err
+}
+
+// RecordEmail records what sending claimed email e found: sent, or pending again at next (nil:
+// dead, with why). It is fenced by the claim's attempt count, except a send, which stands.
+func (l *Ledger) RecordEmail(ctx context.Context, e Email, sendErr error, next *time.Time) error {
+	now := l.clock()
+	return l.txn(ctx, "record email "+e.ID, func(tx *gorm.DB) ([]string, error) {
+		fields := map[string]any{"lease_owner": nil, "lease_expires_at": nil}
+		q := tx.Model(&Email{}).Where("id = ? AND status = ?", e.ID, EmailPending)
+		switch {
+		case sendErr == nil:
+			fields["status"], fields["sent_at"], fields["last_error"] = EmailSent, now, nil
+		case next != nil:
+			fields["next_attempt_at"], fields["last_error"] = *next, cutError(sendErr.Error())
+			q = q.Where("attempts = ?", e.Attempts)
+		default:
+			fields["status"], fields["last_error"] = EmailDead, cutError(sendErr.Error())
+			q = q.Where("attempts = ?", e.Attempts)
+		}
+		return nil, q.Updates(fields).Error
+	})
+}
+
+// Emails lists the emails about review id, oldest first.
+func (l *Ledger) Emails(ctx context.Context, reviewID string) ([]Email, error) {
+	var out []Email
+	if err := l.scope(ctx).Where("review_id = ?", reviewID).Order("created_at, id").Find(&out).Error; err != nil {
+		return nil, unavailable("read emails", err)
+	}
+	return out, nil
+}
+
+func cutError(s string) string {
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return strings.ToValidUTF8(s, "")
+}
