@@ -84,7 +84,7 @@ func unknownForms(op *models.Operation, tool *catalog.Tool, known bool, st stake
 			Summary: "Run a look-up at once instead of waiting for the next one.",
 			Explain: "The gateway asks the downstream whether this operation took effect and settles it if the answer is clear. " +
 				"Nothing is sent again. The look-up's outcome appears on the timeline.",
-			Button: "Ask now", Tone: views.ToneNeutral})
+			Button: "Ask now", Tone: views.ToneNeutral, ReasonOptional: true})
 	}
 	forms = append(forms, views.ActionForm{Name: models.ActionConfirmSucceeded, Title: "It took effect — confirm succeeded",
 		Summary: "You found it in the downstream system.",

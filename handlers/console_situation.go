@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -52,10 +53,19 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 		deref(op.ErrorClass) != models.ErrorRejectedByReviewer {
 		s.Detail = *op.ErrorMessage
 	}
-	s.ReferenceLabel, s.Reference = "Search the downstream for", view.downstreamKey
-	s.ReferenceHint = "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."
-	if view.downstreamRef != "" {
+	switch {
+	case op.State == models.StateAwaitingApproval && len(rec.Attempts) == 0:
+		// Never sent: there is nothing to look for downstream.
+	case view.downstreamRef != "":
 		s.ReferenceLabel, s.Reference, s.ReferenceHint = "Downstream reference", view.downstreamRef, "The id the downstream gave it."
+	case !known || keyFindable(tool):
+		s.ReferenceLabel, s.Reference = "Search the downstream for", view.downstreamKey
+		s.ReferenceHint = "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."
+	default:
+		// The downstream keeps no key of idemgate's for this tool: what to look for is the call
+		// itself, by what it was about and when it was sent.
+		s.ReferenceLabel, s.Reference = "Search the downstream by", callDetails(tool, op, view, rec.Attempts)
+		s.ReferenceHint = "This downstream keeps no key of idemgate's: look for a call with these details, made in this window."
 	}
 	if known && op.State != models.StateAwaitingApproval {
 		s.ReferenceLink = tool.ReferenceURL(catalog.TemplateData{OperationID: op.ID, DownstreamKey: view.downstreamKey, Key: op.Key,
@@ -63,6 +73,34 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 		s.ReferenceLinkText = "Look it up in the " + service
 	}
 	return s
+}
+
+// keyFindable reports whether tool's downstream can be searched by the downstream key: it
+// deduplicates or stores it (a header, a body field it keeps), or the tools file links a search
+// by it.
+func keyFindable(tool *catalog.Tool) bool {
+	if tool.MCP != nil {
+		return tool.MCP.IdempotencyArgument != "" || tool.HasReferenceURL()
+	}
+	return tool.HonoursKey() || tool.HTTP.ReferenceParam != "" || tool.HasReferenceURL()
+}
+
+// callDetails says what to look for when the downstream keeps no key: the tool's summary (or
+// the masked params) and the window the attempts were sent in.
+func callDetails(tool *catalog.Tool, op *models.Operation, view opviewLite, attempts []models.Attempt) string {
+	masked, _ := json.Marshal(view.params)
+	what, ok := tool.Summary(masked, op.Key, op.Tenant)
+	if !ok {
+		what = string(masked)
+	}
+	if len(attempts) == 0 {
+		return what
+	}
+	from, to := attempts[0].StartedAt, attempts[len(attempts)-1].StartedAt
+	if f := attempts[len(attempts)-1].FinishedAt; f != nil {
+		to = *f
+	}
+	return fmt.Sprintf("%s, sent between %s and %s UTC", what, from.UTC().Format("2006-01-02 15:04:05"), to.UTC().Add(time.Second).Format("15:04:05"))
 }
 
 // opviewLite is what situation needs of the operation's public view.

@@ -49,7 +49,9 @@ func (l *Ledger) act(ctx context.Context, name string, a Action, allowed State, 
 	if !a.Scope.Allows(a.Tenant) {
 		return nil, errorf(CodeNotFound, "operation not found")
 	}
-	if strings.TrimSpace(a.Reason) == "" {
+	// Asking the downstream now changes nothing the ledger would not do by itself: it needs no
+	// reason. Every decision does.
+	if strings.TrimSpace(a.Reason) == "" && name != ActionReconcileNow {
 		return nil, errorf(CodeInvalid, "a reason is required")
 	}
 	var op Operation

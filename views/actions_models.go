@@ -70,6 +70,9 @@ type ActionForm struct {
 	Risk string
 	// Reference asks for the downstream reference and an optional result document.
 	Reference bool
+	// ReasonOptional marks an action that changes nothing by itself (ask the downstream now):
+	// its reason may be left out.
+	ReasonOptional bool
 	// Open shows the form unfolded: after a refusal, with what was typed and Error.
 	Open  bool
 	Input ActionInput

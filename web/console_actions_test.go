@@ -179,21 +179,35 @@ func TestUnknownActions(t *testing.T) {
 				assert.Equal(t, desk.ritaID+" review."+tc.action+" refused", audits(rec)[len(rec.Audit)-1])
 				assert.Contains(t, auditDetail(t, rec)["refusal"], "changed while you were deciding")
 			})
-			t.Run(tc.action+" needs a reason", func(t *testing.T) {
-				op := desk.unknown(t, "acme", "reason:"+tc.action)
-				f := form()
-				f.Set("reason", "   ")
-				p := refused(t, desk.rita, op, act(t, desk.rita, op, tc.action, f))
-				assert.Equal(t, []string{"A reason is required."}, p.TestIDs("action-error"))
-				assert.Equal(t, []string{"open"}, openAction(p, tc.action), "the refused form opens again")
-				if tc.form.Get("reference") != "" {
-					assert.Equal(t, []string{tc.form.Get("reference")}, p.Attrs("action-reference-"+tc.action, "value"), "what was typed is kept")
-				}
-				rec := desk.record(t, op)
-				assert.Equal(t, models.StateUnknown, rec.Op.State)
-				assert.Empty(t, reviewActions(rec))
-				assert.Equal(t, []string{desk.ritaID + " review." + tc.action + " refused"}, audits(rec))
-			})
+			if tc.action == models.ActionReconcileNow {
+				// Asking the downstream now decides nothing: no reason is needed.
+				t.Run(tc.action+" needs no reason", func(t *testing.T) {
+					op := desk.unknown(t, "acme", "reason:"+tc.action)
+					f := form()
+					f.Set("reason", "   ")
+					p := act(t, desk.rita, op, tc.action, f)
+					require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+					page := desk.rita.Get(t, p.Header.Get("Location"))
+					assert.Contains(t, strings.Join(page.TestIDs("notice"), ""), tc.notice)
+					assert.Equal(t, []string{desk.ritaID + " " + tc.action}, reviewActions(desk.record(t, op)))
+				})
+			} else {
+				t.Run(tc.action+" needs a reason", func(t *testing.T) {
+					op := desk.unknown(t, "acme", "reason:"+tc.action)
+					f := form()
+					f.Set("reason", "   ")
+					p := refused(t, desk.rita, op, act(t, desk.rita, op, tc.action, f))
+					assert.Equal(t, []string{"A reason is required."}, p.TestIDs("action-error"))
+					assert.Equal(t, []string{"open"}, openAction(p, tc.action), "the refused form opens again")
+					if tc.form.Get("reference") != "" {
+						assert.Equal(t, []string{tc.form.Get("reference")}, p.Attrs("action-reference-"+tc.action, "value"), "what was typed is kept")
+					}
+					rec := desk.record(t, op)
+					assert.Equal(t, models.StateUnknown, rec.Op.State)
+					assert.Empty(t, reviewActions(rec))
+					assert.Equal(t, []string{desk.ritaID + " review." + tc.action + " refused"}, audits(rec))
+				})
+			}
 			t.Run(tc.action+" is forbidden to auditors", func(t *testing.T) {
 				op := desk.unknown(t, "acme", "auditor:"+tc.action)
 				p := act(t, desk.aud, op, tc.action, form())
