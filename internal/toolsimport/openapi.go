@@ -1,6 +1,8 @@
 package toolsimport
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -59,7 +61,7 @@ type OpenAPIDocument struct {
 // ReadOpenAPI reads an OpenAPI 3 document (JSON or YAML; its $refs must point inside it).
 func ReadOpenAPI(data []byte) (*OpenAPIDocument, error) {
 	// The loader reads no other file and no URL: an import looks at what it was given.
-	doc, err := openapi3.NewLoader().LoadFromData(data)
+	doc, err := load(data)
 	if err != nil {
 		return nil, fmt.Errorf("toolsimport: read OpenAPI document: %w", err)
 	}
@@ -67,6 +69,26 @@ func ReadOpenAPI(data []byte) (*OpenAPIDocument, error) {
 		return nil, errors.New("toolsimport: not an OpenAPI 3 document (no \"openapi: 3.x\"; Swagger 2.0 must be converted first)")
 	}
 	return &OpenAPIDocument{doc: doc}, nil
+}
+
+// load decodes a document. kin-openapi's loader reads JSON as YAML (one parser for both, to
+// remember where each value was), which builds a node for every value first: on Stripe's
+// 8 MB document that is about 650 MB allocated and a 440 MB process. A JSON document is
+// decoded as JSON instead (about a sixth of that), then its $refs resolved as the loader
+// would; YAML, or JSON that encoding/json refuses (a duplicate key is not one), takes the
+// loader's own way.
+func load(data []byte) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		doc := &openapi3.T{}
+		if json.Unmarshal(data, doc) == nil {
+			if err := loader.ResolveRefsIn(doc, nil); err != nil {
+				return nil, err
+			}
+			return doc, nil
+		}
+	}
+	return loader.LoadFromData(data)
 }
 
 // OpenAPI reads an OpenAPI 3 document and imports from it; see ReadOpenAPI and Import.
