@@ -289,8 +289,16 @@ func sequence() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode} }
 
 // scalar is a string node. Tagged !!str, the encoder quotes it where plain YAML would read
 // it as something else ("true", "1.0", "null", text with ": ").
+//
+// Text of several lines holding a tab is double-quoted: yaml.v3 prints it as a literal block
+// whose tab-led lines its own parser then refuses ("found a tab character where an indentation
+// space is expected"; Adyen's descriptions have such lines).
 func scalar(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if strings.Contains(s, "\n") && strings.Contains(s, "\t") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
 }
 
 // add appends key: value to a mapping, unless value is empty.
