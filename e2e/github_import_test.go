@@ -156,6 +156,7 @@ func TestImportGitHubThroughPrism(t *testing.T) {
 	require.Error(t, validate(bad, []byte(`{"title":"x","assignees":"octocat"}`)), "the validator checks bodies")
 	getenv := func(k string) string { return map[string]string{"GITHUB_TOKEN": "ghp_test123"}[k] }
 
+	sent := 0 // requests sent to Prism, over the engines
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		proxy := &droppingProxy{target: target, drop: func(*http.Request) bool { return false }}
 		var invalid []string
@@ -194,6 +195,7 @@ func TestImportGitHubThroughPrism(t *testing.T) {
 		seen := proxy.seen
 		proxy.mu.Unlock()
 		require.Len(t, seen, len(calls))
+		sent += len(seen)
 		assert.Equal(t, "POST /repos/octocat/hello-world/issues? ", seen[0][:len("POST /repos/octocat/hello-world/issues? ")],
 			"the path params in the URL only: %s", seen[0])
 		assert.NotContains(t, seen[0], `"owner"`, "the path params in the URL only")
@@ -205,7 +207,8 @@ func TestImportGitHubThroughPrism(t *testing.T) {
 
 	// Prism's own verdict on every request it was sent: passed, and none refused.
 	log := plog.String()
-	assert.Equal(t, 2*4, strings.Count(log, "The request passed the validation rules"), "%s", tail(log, 3000))
+	require.Positive(t, sent)
+	assert.Equal(t, sent, strings.Count(log, "The request passed the validation rules"), "%s", tail(log, 3000))
 	for _, bad := range []string{"did not pass the validation rules", "Violation:", "Request terminated with error"} {
 		assert.NotContains(t, log, bad, "Prism refused a request the gateway sent")
 	}
