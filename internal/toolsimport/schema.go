@@ -216,12 +216,13 @@ func (c *schemaConverter) subschemas(s *openapi3.Schema, out map[string]any) {
 	}
 }
 
-// required is s.required without the readOnly properties subschemas leaves out.
+// required is s.required without the readOnly properties subschemas leaves out, each name
+// once.
 func (c *schemaConverter) required(s *openapi3.Schema) []string {
 	var out []string
 	for _, name := range s.Required {
-		if p := s.Properties[name]; p != nil && p.Value != nil && p.Value.ReadOnly {
-			continue
+		if p := s.Properties[name]; p != nil && p.Value != nil && p.Value.ReadOnly || slices.Contains(out, name) {
+			continue // a document may name a field twice
 		}
 		out = append(out, name)
 	}

@@ -71,7 +71,7 @@ func buildTool(o operation, prefix, connection, base, keyHeader string, budget *
 		b.note("params_schema: %d schema(s) not expanded further (recursive, or nested too deep): see their $comment", b.conv.cut)
 	}
 	if len(b.conv.dropped) > 0 {
-		b.note("params_schema: left out pattern(s) Go's regular expressions cannot compile: %s", strings.Join(b.conv.dropped, " "))
+		b.note("params_schema: left out pattern(s) Go's regular expressions cannot compile: %s", strings.Join(slices.Sorted(slices.Values(b.conv.dropped)), " "))
 	}
 	t.Notes = b.notes
 	return t
@@ -120,7 +120,7 @@ func (b *toolBuilder) note(format string, args ...any) {
 func (b *toolBuilder) schema() map[string]any {
 	s := map[string]any{"type": "object", "properties": b.props}
 	if len(b.required) > 0 {
-		s["required"] = b.required
+		s["required"] = unique(b.required)
 	}
 	switch {
 	case b.bodyless:
@@ -366,8 +366,20 @@ func flattenAllOf(s map[string]any) {
 	s["type"] = "object"
 	s["properties"] = props
 	if len(req) > 0 {
-		s["required"] = req
+		s["required"] = unique(req) // parts of an allOf may require the same field
 	}
+}
+
+// unique is list without its repeated names, in the order first given: JSON Schema wants the
+// items of required unique, and the catalog refuses a schema whose are not.
+func unique(list []string) []string {
+	out := make([]string, 0, len(list))
+	for _, v := range list {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func isObject(s map[string]any) bool {

@@ -1,6 +1,7 @@
 package toolsimport
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -15,38 +16,70 @@ import (
 
 // WriteYAML prints f as a tools file. Fields come in the order docs/TOOLS.md lists them, and schema
 // keywords in the order a person reads a schema (type and description first, subschemas
-// last), not alphabetically as encoding a map would.
+// last), not alphabetically as encoding a map would. Tools are encoded one at a time, so
+// that only one tool's nodes are held at once (Stripe's 594 tools as one tree of nodes took
+// about 280 MB to print 2.4 MB).
 func (f *File) WriteYAML(w io.Writer) error {
-	root := mapping()
-	if len(f.Tools) > 0 {
-		tools := sequence()
-		for i := range f.Tools {
-			tools.Content = append(tools.Content, httpToolNode(&f.Tools[i]))
+	if len(f.Tools) == 0 && len(f.Servers) == 0 {
+		return fmt.Errorf("toolsimport: nothing to write")
+	}
+	bw := bufio.NewWriter(w)
+	header := comment(f.Header)
+	for i := range f.Tools {
+		item := sequence()
+		item.Content = append(item.Content, httpToolNode(&f.Tools[i]))
+		var n *yaml.Node
+		indent := ""
+		if i == 0 {
+			// The first with the file's header and the tools: key: the encoder's own
+			// layout, which each following item then repeats at the same indentation.
+			n = mapping()
+			n.Content = append(n.Content, scalar("tools"), item)
+			n.Content[0].HeadComment = header
+		} else {
+			n, indent = item, "  "
 		}
-		root.Content = append(root.Content, scalar("tools"), tools)
+		if err := encodeYAML(bw, n, indent); err != nil {
+			return err
+		}
 	}
 	if len(f.Servers) > 0 {
 		servers := sequence()
 		for i := range f.Servers {
 			servers.Content = append(servers.Content, serverNode(&f.Servers[i]))
 		}
+		root := mapping()
 		root.Content = append(root.Content, scalar("mcp_servers"), servers)
+		if len(f.Tools) == 0 {
+			root.Content[0].HeadComment = header
+		}
+		if err := encodeYAML(bw, root, ""); err != nil {
+			return err
+		}
 	}
-	if len(root.Content) == 0 {
-		return fmt.Errorf("toolsimport: nothing to write")
-	}
-	root.Content[0].HeadComment = comment(f.Header)
+	return bw.Flush()
+}
+
+// encodeYAML writes n as YAML to w, each line but the empty ones after indent.
+func encodeYAML(w *bufio.Writer, n *yaml.Node, indent string) error {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}); err != nil {
+	if err := enc.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}); err != nil {
 		return fmt.Errorf("toolsimport: encode YAML: %w", err)
 	}
 	if err := enc.Close(); err != nil {
 		return fmt.Errorf("toolsimport: encode YAML: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	for line := range bytes.Lines(buf.Bytes()) {
+		if len(line) > 1 {
+			_, _ = w.WriteString(indent)
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func httpToolNode(t *HTTPTool) *yaml.Node {
@@ -256,8 +289,16 @@ func sequence() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode} }
 
 // scalar is a string node. Tagged !!str, the encoder quotes it where plain YAML would read
 // it as something else ("true", "1.0", "null", text with ": ").
+//
+// Text of several lines holding a tab is double-quoted: yaml.v3 prints it as a literal block
+// whose tab-led lines its own parser then refuses ("found a tab character where an indentation
+// space is expected"; Adyen's descriptions have such lines).
 func scalar(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if strings.Contains(s, "\n") && strings.Contains(s, "\t") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
 }
 
 // add appends key: value to a mapping, unless value is empty.
