@@ -141,7 +141,18 @@ func (h *Console) CreateUser(c echo.Context) error {
 	}
 	in := models.NewUser{Email: c.FormValue("email"), Password: c.FormValue("password"),
 		Role: models.Role(c.FormValue("role")), Tenants: splitList(c.FormValue("tenants"))}
-	if !v.Scope.Unlimited() && !v.Scope.Covers(in.Tenants) {
+	every := c.FormValue("all_tenants") == "1"
+	switch {
+	case every && !v.Scope.Unlimited():
+		return h.forbid(c, v, "You can only create users limited to your own tenants.")
+	case every && len(in.Tenants) > 0:
+		return h.adminDone(c, &models.Error{Code: models.CodeInvalid, Message: "choose either some tenants or every tenant, not both"}, "", "#users")
+	case !every && len(in.Tenants) == 0:
+		// An empty field used to mean every tenant: the widest grant was the one made by
+		// typing nothing. Every tenant is now a choice of its own.
+		return h.adminDone(c, &models.Error{Code: models.CodeInvalid,
+			Message: "name the tenants this person may see, or choose every tenant"}, "", "#users")
+	case !v.Scope.Unlimited() && !v.Scope.Covers(in.Tenants):
 		return h.forbid(c, v, "You can only create users limited to your own tenants.")
 	}
 	u, err := h.Ledger.CreateUser(c.Request().Context(), v.Scope, requester(c, v), in)

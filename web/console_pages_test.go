@@ -188,12 +188,26 @@ func TestAdminPages(t *testing.T) {
 			p = b.Get(t, "/admin")
 			assert.Equal(t, []string{"User rita@example.com (reviewer, acme) created."}, p.TestIDs("notice"))
 			assert.Contains(t, p.Attrs("user-row", "data-email"), "rita@example.com")
-			b.Post(t, "/admin/users", url.Values{"email": {"short@example.com"}, "role": {"reviewer"}, "password": {"short"}})
+			b.Post(t, "/admin/users", url.Values{"email": {"short@example.com"}, "role": {"reviewer"}, "tenants": {"acme"}, "password": {"short"}})
 			p = b.Get(t, "/admin")
 			assert.Equal(t, []string{"Nothing was changed: the password must have at least 12 characters."}, p.TestIDs("notice"))
 
 			rita := con.NewBrowser(t)
 			rita.MustLogin(t, "rita@example.com", "correct horse battery")
+		})
+		t.Run("every tenant is a choice, never an empty field", func(t *testing.T) {
+			b.Get(t, "/admin")
+			require.Equal(t, http.StatusSeeOther, b.Post(t, "/admin/users", url.Values{"email": {"empty@example.com"}, "role": {"reviewer"},
+				"password": {"a long enough password"}}).Status)
+			p := b.Get(t, "/admin")
+			assert.Equal(t, []string{"Nothing was changed: name the tenants this person may see, or choose every tenant."}, p.TestIDs("notice"))
+			_, err := con.Ledger.UserByEmail(t.Context(), "empty@example.com")
+			assert.Equal(t, models.CodeNotFound, models.ErrorCode(err), "no user was created")
+			require.Equal(t, http.StatusSeeOther, b.Post(t, "/admin/users", url.Values{"email": {"every@example.com"}, "role": {"reviewer"},
+				"all_tenants": {"1"}, "password": {"a long enough password"}}).Status)
+			u, err := con.Ledger.UserByEmail(t.Context(), "every@example.com")
+			require.NoError(t, err)
+			assert.Nil(t, u.TenantList(), "every tenant, chosen")
 		})
 		t.Run("a tenant admin cannot grant more than they hold", func(t *testing.T) {
 			con.Tenant(t, "globex")
@@ -202,7 +216,8 @@ func TestAdminPages(t *testing.T) {
 			tina.MustLogin(t, "tina@example.com", pw)
 			tina.Get(t, "/admin")
 			assert.Equal(t, http.StatusForbidden, tina.Post(t, "/admin/tenants", url.Values{"name": {"initech"}}).Status)
-			assert.Equal(t, http.StatusForbidden, tina.Post(t, "/admin/users", url.Values{"email": {"x@example.com"}, "role": {"admin"}, "password": {"a long enough password"}}).Status)
+			assert.Equal(t, http.StatusForbidden, tina.Post(t, "/admin/users", url.Values{"email": {"x@example.com"}, "role": {"admin"},
+				"all_tenants": {"1"}, "password": {"a long enough password"}}).Status)
 			assert.Equal(t, http.StatusNotFound, tina.Post(t, "/admin/keys", url.Values{"tenant": {"globex"}, "principal": {"p"}, "tools": {"*"}}).Status)
 		})
 	})
