@@ -242,9 +242,31 @@ func (h *Console) Bulk(c echo.Context) error {
 		return renderPage(c, http.StatusOK, views.Bulk(p))
 	}
 	if p.Prepared {
+		// What changed since the selection will be refused, each by its own check: the risk
+		// and the count are those of the operations still as they were selected.
+		states, _, err := h.Ledger.OperationStates(c.Request().Context(), v.Scope, itemIDs(b))
+		if err != nil {
+			return err
+		}
+		var still []models.BulkItem
+		for _, it := range b.Items {
+			if states[it.OperationID] == it.ExpectedState {
+				still = append(still, it)
+			}
+		}
+		if len(still) == 0 {
+			p.Left = append(p.Left, "Every operation selected has changed since: there is nothing left to decide here.")
+			return renderPage(c, http.StatusOK, views.Bulk(p))
+		}
+		p.Unchanged = len(still)
 		p.ApplyURL, p.CSRFToken = "/bulk/"+url.PathEscape(b.ID)+"/apply", v.CSRFToken
 		if b.Action == models.ActionConfirmNotExecuted {
-			p.Risk = h.riskWords(b.Items)
+			p.Risk = h.riskWords(still)
+			risky := 0
+			for _, n := range h.riskyTools(still) {
+				risky += n
+			}
+			p.Others = len(still) - risky
 		}
 		if b.Action == models.ActionApprove {
 			if p.LookAlikes, err = h.bulkLookAlikes(c, v, b); err != nil {

@@ -39,8 +39,12 @@ type BulkPage struct {
 	CSRFToken string
 	Reason    string // kept after a refused apply
 	// Risk, for a retry, names the tools that cannot recognise a repeat; the form then asks
-	// for a second, explicit choice.
-	Risk []string
+	// for a second, explicit choice. Others counts the operations of the retry that can
+	// recognise one (leaving the risky ones out is offered only when there are some), and
+	// Unchanged those still as they were selected (what the button counts).
+	Risk      []string
+	Others    int
+	Unchanged int
 	// Tone is the apply button's (TonePrimary, ToneNeutral, ToneDanger): a risky retry, a
 	// mark failed or a reject is dangerous, and looks it.
 	Tone string

@@ -267,6 +267,34 @@ func TestBulkRetryNeedsSecondConfirmation(t *testing.T) {
 	})
 }
 
+// A retry of refunds alone (none can recognise a repeat) offers no "retry only the others",
+// since there are none; once every selected refund was settled elsewhere, the page offers no
+// retry at all. Both engines.
+func TestBulkRetryOffersOnlyWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		refunds := []*models.Operation{desk.unknown(t, "acme", "order-8:refund"), desk.unknown(t, "acme", "order-9:refund")}
+		path := prepareBulk(t, desk.ravi, url.Values{"tenant": {"acme"}},
+			url.Values{"list": {"reviews"}, "all": {"1"}, "bulk_action": {models.ActionConfirmNotExecuted}})
+		page := desk.ravi.Last
+		assert.Len(t, page.TestIDs("bulk-risk-accept"), 1)
+		assert.Empty(t, page.TestIDs("bulk-risk-skip"), "no others to retry alone")
+		assert.Equal(t, []string{"Retry (confirm not executed): 2 operations"}, page.TestIDs("bulk-apply"))
+
+		for _, op := range refunds {
+			_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
+				Actor: desk.ritaID, Reason: "settled by phone", ExpectedState: models.StateUnknown, ExpectedAttempts: op.Attempts})
+			require.NoError(t, err)
+		}
+		page = desk.ravi.Get(t, path)
+		require.Equal(t, http.StatusOK, page.Status)
+		assert.Empty(t, page.TestIDs("bulk-apply-form"), "nothing is left to retry")
+		assert.Contains(t, strings.Join(page.TestIDs("bulk-left-out"), " "), "Every operation selected has changed since")
+	})
+}
+
 // The bar is offered to reviewers, with a checkbox per row, and not to auditors; a selection
 // without rows or action changes nothing.
 func TestBulkBarOnLists(t *testing.T) {
