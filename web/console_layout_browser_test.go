@@ -54,6 +54,17 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		return p.scrollWidth <= p.clientWidth; })()`))
 	assert.True(t, wraps, "long params wrap inside their card")
 	screenshot(t, ctx, "phone-operation")
+	// The admin's tables are cards too: none scrolls sideways inside its region.
+	for path, tables := range map[string][]string{"/admin": {"tenant-table", "user-table"}, "/admin/webhooks": {"webhook-table"}} {
+		run(t, ctx, chromedp.Navigate(con.URL+path), chromedp.WaitReady("footer"))
+		for _, table := range tables {
+			got := value(t, ctx, chromedp.Evaluate[[]string](`(() => { const t = document.querySelector('[data-testid="`+table+`"]');
+				if (!t) return ['missing'];
+				const td = t.querySelector('tbody td');
+				return [getComputedStyle(td).display, String(t.scrollWidth <= t.parentElement.clientWidth)]; })()`))
+			assert.Equal(t, []string{"block", "true"}, got, "%s %s at 390 px: cards that fit", path, table)
+		}
+	}
 	run(t, ctx, chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
 	screenshot(t, ctx, "phone-reviews")
 }
