@@ -279,6 +279,7 @@ func TestDashboard(t *testing.T) {
 		assert.Equal(t, []string{"0"}, p.TestIDs("overdue-count"), "nothing has passed its window yet")
 		assert.Equal(t, []string{"order-1042:refund"}, p.TestIDs("oldest-link"))
 		assert.Contains(t, strings.Join(p.TestIDs("chart-summary"), " "), "1 attempts in the last 24 hours: 1 ambiguous.")
+		assert.Contains(t, strings.Join(p.TestIDs("attention-note"), " "), "The counts overlap", "the page says how its counts relate")
 
 		s.con.Clock.Advance(2 * 60 * 1e9) // past the default escalate_after (1m) and the pending grace (1m)
 		p = s.b.Get(t, "/")
