@@ -51,6 +51,9 @@ func (h *Console) Operations(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, OperationHref(ops[0].ID))
 	}
 	p.Rows = operationRows(ops, h.now())
+	for i, op := range ops {
+		p.Rows[i].Amount = stakesFor(h.Catalog, op.Tool, op.Params, op.Key, op.Tenant).Amount
+	}
 	if p.Bulk = bulkBar(v, "operations", searchQuery(q), len(p.Rows), more || s.Before != ""); p.Bulk != nil {
 		for i := range p.Rows {
 			p.Rows[i].Pick = true

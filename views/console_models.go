@@ -60,6 +60,9 @@ type OperationRow struct {
 	// Attempts and ErrorClass ("" when none) are shown by the search's results.
 	Attempts   int
 	ErrorClass string
+	// Amount is what the operation moves, from its tool's summary ("42.00 EUR"), "" when
+	// the tool names none.
+	Amount string
 	// Pick shows the row's checkbox for the bulk bar.
 	Pick bool
 }

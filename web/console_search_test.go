@@ -55,6 +55,7 @@ func TestConsoleSearchAndViews(t *testing.T) {
 			assert.Equal(t, http.StatusOK, p.Status, "a tool that does not mask it searches its own operations by it")
 			p = ann.Get(t, "/operations?param=order_id+%3D+1")
 			assert.ElementsMatch(t, []string{ours.ID, theirs.ID}, p.Attrs("operation-row", "data-operation-id"))
+			assert.Equal(t, []string{"0.01 EUR", "0.01 EUR"}, p.TestIDs("operation-amount"), "the amount of each, from its tool's summary")
 
 			// Saving: refused without the CSRF token, saved with it (PRG to the filter).
 			form := url.Values{"page": {"operations"}, "name": {"Order 1"}, "query": {"param=order_id+%3D+1&before=op_X&csrf_token=x"}}
