@@ -74,6 +74,8 @@ type Flash struct {
 	Principal string `json:"principal,omitempty"`
 	Tools     string `json:"tools,omitempty"`
 	Secret    string `json:"secret,omitempty"`
+	// Invite is a new user's invite link, shown this once.
+	Invite string `json:"invite,omitempty"`
 	// NextHref and NextText lead on from a review decision to the next review.
 	NextHref string `json:"next_href,omitempty"`
 	NextText string `json:"next_text,omitempty"`

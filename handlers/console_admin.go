@@ -43,6 +43,7 @@ func (h *Console) Admin(c echo.Context) error {
 			p.NewKey = &views.NewKeyInfo{Tenant: f.Tenant, Principal: f.Principal, Tools: f.Tools, Secret: f.Secret}
 			p.Notice = nil
 		}
+		p.InviteLink = f.Invite
 	}
 	for _, t := range tenants {
 		p.Tenants = append(p.Tenants, views.TenantRow{Name: t.Name, Created: views.NewTime(t.CreatedAt, now)})
@@ -154,6 +155,15 @@ func (h *Console) CreateUser(c echo.Context) error {
 			Message: "name the tenants this person may see, or choose every tenant"}, "", "#users")
 	case !v.Scope.Unlimited() && !v.Scope.Covers(in.Tenants):
 		return h.forbid(c, v, "You can only create users limited to your own tenants.")
+	}
+	if in.Password == "" {
+		u, token, err := h.Ledger.InviteUser(c.Request().Context(), v.Scope, requester(c, v), in)
+		if err != nil {
+			return h.adminDone(c, err, "", "#users")
+		}
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Invite: c.Scheme() + "://" + c.Request().Host + "/invite/" + token,
+			Message: "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") invited: they choose their password through the link below."})
+		return c.Redirect(http.StatusSeeOther, "/admin#users")
 	}
 	u, err := h.Ledger.CreateUser(c.Request().Context(), v.Scope, requester(c, v), in)
 	msg := ""

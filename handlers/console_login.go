@@ -23,14 +23,16 @@ var loginNotices = map[string]string{
 	LoginReasonSignedOut: "You are signed out.",
 	LoginReasonIdle:      "You were signed out after a while without activity. Sign in again to continue.",
 	LoginReasonExpired:   "Your session reached its maximum length. Sign in again to continue.",
+	LoginReasonInvited:   "Your password is set. Sign in with it.",
 }
 
 // LoginForm shows the sign-in form.
 func (h *Console) LoginForm(c echo.Context) error {
-	return h.loginPage(c, http.StatusOK, views.LoginPage{
-		Next:   SafeNext(c.QueryParam("next")),
-		Notice: loginNotices[c.QueryParam("reason")],
-	})
+	p := views.LoginPage{Next: SafeNext(c.QueryParam("next")), Notice: loginNotices[c.QueryParam("reason")]}
+	if c.QueryParam("reason") == LoginReasonInvited {
+		p.Email = c.QueryParam("email")
+	}
+	return h.loginPage(c, http.StatusOK, p)
 }
 
 // Login checks the email and password and starts a new session. Wrong credentials answer

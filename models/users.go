@@ -88,35 +88,56 @@ type NewUser struct {
 // an unknown tenant, or one outside s, is CodeNotFound; a malformed email, unknown role, short
 // password or a user wider than s is CodeInvalid.
 func (l *Ledger) CreateUser(ctx context.Context, s Scope, by Requester, in NewUser) (*User, error) {
-	email, err := normalEmail(in.Email)
+	email, tenants, err := checkNewUser(s, in)
 	if err != nil {
 		return nil, err
 	}
-	if !in.Role.Valid() {
-		return nil, errorf(CodeInvalid, "role %q: use reviewer, auditor or admin", in.Role)
-	}
-	if n := len([]rune(in.Password)); n < MinPasswordLen || len(in.Password) > maxPasswordLen {
-		return nil, errorf(CodeInvalid, "the password must have at least %d characters", MinPasswordLen)
-	}
-	tenants := normalTenants(in.Tenants)
-	if !s.Unlimited() {
-		if len(tenants) == 0 {
-			return nil, errorf(CodeInvalid, "you can only create users limited to some of your own tenants")
-		}
-		for _, t := range tenants {
-			if !s.Allows(t) {
-				return nil, errorf(CodeNotFound, "tenant %q does not exist", t)
-			}
-		}
+	if err := checkPasswordLength(in.Password); err != nil {
+		return nil, err
 	}
 	hash, err := hashPassword(in.Password)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: hash password: %w", err)
 	}
-	now := l.clock()
-	u := &User{ID: newID("usr"), Email: email, PasswordHash: hash, Role: in.Role,
-		Tenants: strings.Join(tenants, ","), CreatedAt: now}
-	err = l.txn(ctx, "create user", func(tx *gorm.DB) ([]string, error) {
+	return l.insertUser(ctx, by, &User{ID: newID("usr"), Email: email, PasswordHash: hash, Role: in.Role,
+		Tenants: strings.Join(tenants, ","), CreatedAt: l.clock()}, tenants, nil)
+}
+
+// checkNewUser checks a new user's email, role and tenants within scope s, and returns them
+// normalised.
+func checkNewUser(s Scope, in NewUser) (email string, tenants []string, err error) {
+	if email, err = normalEmail(in.Email); err != nil {
+		return "", nil, err
+	}
+	if !in.Role.Valid() {
+		return "", nil, errorf(CodeInvalid, "role %q: use reviewer, auditor or admin", in.Role)
+	}
+	tenants = normalTenants(in.Tenants)
+	if !s.Unlimited() {
+		if len(tenants) == 0 {
+			return "", nil, errorf(CodeInvalid, "you can only create users limited to some of your own tenants")
+		}
+		for _, t := range tenants {
+			if !s.Allows(t) {
+				return "", nil, errorf(CodeNotFound, "tenant %q does not exist", t)
+			}
+		}
+	}
+	return email, tenants, nil
+}
+
+func checkPasswordLength(password string) error {
+	if n := len([]rune(password)); n < MinPasswordLen || len(password) > maxPasswordLen {
+		return errorf(CodeInvalid, "the password must have at least %d characters", MinPasswordLen)
+	}
+	return nil
+}
+
+// insertUser writes u, checking its tenants exist, with its audit entry and whatever also must
+// commit with it (also, nil for nothing).
+func (l *Ledger) insertUser(ctx context.Context, by Requester, u *User, tenants []string, also func(tx *gorm.DB) error) (*User, error) {
+	now, email := u.CreatedAt, u.Email
+	err := l.txn(ctx, "create user", func(tx *gorm.DB) ([]string, error) {
 		if len(tenants) > 0 {
 			var known []string
 			if err := tx.Model(&Tenant{}).Where("name IN ?", tenants).Pluck("name", &known).Error; err != nil {
@@ -130,6 +151,11 @@ func (l *Ledger) CreateUser(ctx context.Context, s Scope, by Requester, in NewUs
 		}
 		if err := tx.Create(u).Error; err != nil {
 			return nil, err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return nil, err
+			}
 		}
 		_, err := l.appendAudit(tx, now, u.createdAudit(by))
 		return nil, err

@@ -20,6 +20,17 @@ type Time struct {
 	Age  string
 }
 
+// InvitePage is where an invited person chooses their password: Email is who they are, Action
+// where the form posts; Broken says why a link does not work (and no form is shown), Error why
+// the password was refused.
+type InvitePage struct {
+	Page   Page
+	Email  string
+	Action string
+	Broken string
+	Error  string
+}
+
 // LoginPage is the sign-in form.
 type LoginPage struct {
 	Page  Page
@@ -369,8 +380,9 @@ type WorkflowPage struct {
 type AdminPage struct {
 	Page   Page
 	Notice *NoticeText
-	// NewKey is a key just created, shown this once.
-	NewKey *NewKeyInfo
+	// NewKey is a key just created, shown this once; InviteLink a new user's invite link, also.
+	NewKey     *NewKeyInfo
+	InviteLink string
 	// MayCreateTenants is false for an admin limited to tenants.
 	MayCreateTenants bool
 	Tenants          []TenantRow

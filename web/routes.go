@@ -62,6 +62,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 
 	e.GET("/login", con.LoginForm, anyone...)
 	e.POST("/login", con.Login, anyone...)
+	e.GET("/invite/:token", con.InviteForm, anyone...)
+	e.POST("/invite/:token", con.AcceptInvite, anyone...)
 	e.POST("/logout", con.Logout, anyone...)
 	e.POST("/preferences", con.SavePreferences, anyone...)
 	// Single sign-on's two legs are GETs (the provider redirects the browser back); the
