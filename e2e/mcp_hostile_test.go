@@ -38,12 +38,19 @@ mcp_servers:
         effect: write
         sensitive_params: [card]
         retry: {max_attempts: 8, initial_backoff: 100ms, max_backoff: 1s}
-      - upstream: huge
-        effect: write
-        retry: {max_attempts: 1}
       # Room for calls sent while the server restarts: not sent, and retried.
       - upstream: charge
         retry: {max_attempts: 8, initial_backoff: 100ms, max_backoff: 1s}
+  # The same server again, for the huge answer: its bound, not a timeout, must end the call,
+  # however slowly a loaded machine writes 3 MB (the first one's 2 s is for the frozen server).
+  - name: bighostile
+    command: [{{BINARY}}, -test.run=^$]
+    env: {IDEMGATE_MCPTEST_STATE: {{STATE}}, FAULT_API_KEY: {file: {{KEYFILE}}}}
+    timeout: 60s
+    tools:
+      - upstream: huge
+        effect: write
+        retry: {max_attempts: 1}
 `
 
 const (
@@ -78,7 +85,7 @@ func TestHostileStdioServer(t *testing.T) {
 		})
 
 		// 3 MB, past the default max_result_bytes of 1 MiB.
-		big := requireOp(t, g.Submit(t, "huge-1", "hostile.huge", `{"bytes":3000000}`, map[string]string{"Prefer": "wait=10"}), http.StatusAccepted)
+		big := requireOp(t, g.Submit(t, "huge-1", "bighostile.huge", `{"bytes":3000000}`, map[string]string{"Prefer": "wait=60"}), http.StatusAccepted)
 		require.Equal(t, "UNKNOWN", big["state"])
 		assert.Contains(t, errorMember(t, big)["message"], "max_result_bytes")
 
