@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // LookAlikeWindow is how far before and after an operation's creation its look-alikes are
@@ -33,10 +35,7 @@ const maxLookAlikes = 10
 func (l *Ledger) LookAlikes(ctx context.Context, s Scope, op *Operation) ([]LookAlike, bool, error) {
 	db := l.scope(ctx)
 	var rows []Operation
-	err := s.apply(db.Model(&Operation{}), "tenant").
-		Select("id", "op_key", "state", "created_at").
-		Where("tenant = ? AND fingerprint = ? AND created_at >= ? AND created_at <= ? AND id <> ?",
-			op.Tenant, op.Fingerprint, op.CreatedAt.Add(-LookAlikeWindow), op.CreatedAt.Add(LookAlikeWindow), op.ID).
+	err := lookAlikesOf(db, s, op).Select("id", "op_key", "state", "created_at").
 		Order("created_at DESC").Limit(maxLookAlikes + 1).Find(&rows).Error
 	if err != nil {
 		return nil, false, unavailable("read look-alikes", err)
@@ -71,6 +70,13 @@ func (l *Ledger) LookAlikes(ctx context.Context, s Scope, op *Operation) ([]Look
 	return out, more, nil
 }
 
+// lookAlikesOf narrows db to op's look-alikes within s: a probe of operations_lookalike.
+func lookAlikesOf(db *gorm.DB, s Scope, op *Operation) *gorm.DB {
+	return s.apply(db.Model(&Operation{}), "tenant").
+		Where("tenant = ? AND fingerprint = ? AND created_at >= ? AND created_at <= ? AND id <> ?",
+			op.Tenant, op.Fingerprint, op.CreatedAt.Add(-LookAlikeWindow), op.CreatedAt.Add(LookAlikeWindow), op.ID)
+}
+
 // HasLookAlikes reports, of ops (a page of a queue), which have at least one look-alike within s:
 // one index probe each.
 func (l *Ledger) HasLookAlikes(ctx context.Context, s Scope, ops []*Operation) (map[string]bool, error) {
@@ -78,10 +84,7 @@ func (l *Ledger) HasLookAlikes(ctx context.Context, s Scope, ops []*Operation) (
 	db := l.scope(ctx)
 	for _, op := range ops {
 		var id string
-		err := s.apply(db.Model(&Operation{}), "tenant").Select("id").
-			Where("tenant = ? AND fingerprint = ? AND created_at >= ? AND created_at <= ? AND id <> ?",
-				op.Tenant, op.Fingerprint, op.CreatedAt.Add(-LookAlikeWindow), op.CreatedAt.Add(LookAlikeWindow), op.ID).
-			Limit(1).Scan(&id).Error
+		err := lookAlikesOf(db, s, op).Select("id").Limit(1).Scan(&id).Error
 		if err != nil {
 			return nil, unavailable(fmt.Sprintf("look for look-alikes of %s", op.ID), err)
 		}
