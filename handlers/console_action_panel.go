@@ -50,7 +50,7 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 	case models.StateUnknown:
 		p.Heading = "Decide what happened"
 		p.Intro = "Nobody knows whether this call took effect, and the gateway does not guess. " +
-			"Look for it in the downstream system (see above), then record what you found."
+			"Look for it in the downstream system (what to search by is below), then record what you found."
 		p.Forms = unknownForms(op, tool, known, stakesOf(h.Catalog, op))
 	case models.StateAwaitingApproval:
 		p.Heading = "Approve or reject"

@@ -276,6 +276,7 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 		p.Timeline = quotedAbove(p.Timeline)
 	}
 	p.Actions = views.ActionsPanel(panel)
+	p.DecisionFirst = len(panel.Forms) > 0 && (rec.Op.State == models.StateUnknown || rec.Op.State == models.StateAwaitingApproval)
 	return renderPage(c, status, views.Operation(p))
 }
 

@@ -250,8 +250,10 @@ type OperationPage struct {
 	DownstreamRef string
 	// Notice is the outcome of the action just taken, shown before anything else.
 	Notice *NoticeText
-	// Situation says, at the top, why a person is needed and what is safe.
-	Situation Situation
+	// Situation says, at the top, why a person is needed and what is safe. DecisionFirst puts
+	// the decision above it, while a person must decide.
+	Situation     Situation
+	DecisionFirst bool
 	// LookAlikes are the tenant's other operations of the same tool and params made within a
 	// day of this one; nil when there are none.
 	LookAlikes *LookAlikes

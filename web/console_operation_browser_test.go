@@ -60,11 +60,12 @@ func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
 	link := value(t, ctx, chromedp.AttributeValue(testID("reference-link"), "href")).Value
 	assert.Equal(t, "http://127.0.0.1:9/refunds?reference="+dk, link, "the tools file's reference_url, rendered")
 	assert.Equal(t, "warning", value(t, ctx, chromedp.AttributeValue(testID("situation"), "data-tone")).Value)
-	// The situation comes before the decision, and the decision before the evidence.
+	// While a person must decide, the decision comes first (on the first screen), then the
+	// situation as the first of the evidence, then the rest of it.
 	order := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(
 		'[data-testid="situation"], [data-testid="action-panel"], [data-testid="operation-facts"], [data-testid="timeline"]'),
 		(e) => e.getAttribute('data-testid'))`))
-	assert.Equal(t, []string{"situation", "action-panel", "operation-facts", "timeline"}, order)
+	assert.Equal(t, []string{"action-panel", "situation", "operation-facts", "timeline"}, order)
 
 	run(t, ctx, chromedp.Click(testID("copy-reference")),
 		chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="copy-reference"]').textContent === 'Copied'`))
