@@ -33,6 +33,13 @@ func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.T
 	_, known := cat.Get(op.Tool)
 	p.Params, p.ParamsNote = shownDoc(view.Params, op.Params, known, op.PurgedAt != nil, "params")
 	p.Result, p.ResultNote = shownDoc(view.Result, op.Result, true, op.PurgedAt != nil, "result")
+	if p.ParamsNote == "" && strings.Contains(p.Params, `"***"`) {
+		// A masked card or account has no digits left; the downstream's answer may name its
+		// last four (Stripe's last4), which a person checks against what they expect.
+		if d := endingOf(view.Result); d != "" {
+			p.ParamsNote = "Sensitive values are masked (***). The downstream's answer names the card or account ending in " + d + "."
+		}
+	}
 	p.Timeline = buildTimeline(rec.Events, rec.Attempts)
 	for _, r := range rec.Reviews {
 		info := views.ReviewInfo{ID: r.ID, Reason: reasonLabel(r.Reason), Status: r.Status,

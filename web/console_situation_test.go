@@ -43,3 +43,26 @@ func TestSituationSaysWhatToSearchBy(t *testing.T) {
 		assert.Empty(t, page(payout).TestIDs("situation-reference"), "a payout never sent has nothing to search for")
 	})
 }
+
+// A refund whose card number is masked in its params, and whose downstream answer names the
+// card's last four digits: the params say so beside the mask; without such an answer, nothing
+// is said. Both engines.
+func TestMaskedCardNamesItsLastFour(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		desk := newReviewDesk(t, d, consoletest.Options{})
+		paid := desk.con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1050:refund", Tool: "refunds.issue",
+			Params: `{"amount_cents":4200,"card_number":"4111111111114242","currency":"EUR","order_id":"1050"}`,
+			Outcome: &models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201, To: models.StateSucceeded,
+				Result: []byte(`{"id":"re_1","card":{"brand":"visa","last4":"4242"}}`), DownstreamRef: "re_1"}})
+		p := desk.rita.Get(t, "/operations/"+paid.ID)
+		require.Equal(t, http.StatusOK, p.Status)
+		assert.Equal(t, []string{"Sensitive values are masked (***). The downstream's answer names the card or account ending in 4242."},
+			p.TestIDs("params-note"))
+		assert.NotContains(t, p.Body, "4111111111114242")
+
+		plain := desk.unknown(t, "acme", "order-1051:refund")
+		assert.Empty(t, desk.rita.Get(t, "/operations/"+plain.ID).TestIDs("params-note"))
+	})
+}
