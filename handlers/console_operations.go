@@ -86,6 +86,7 @@ func (h *Console) searchPage(c echo.Context, v *Viewer, q url.Values) (views.Sea
 	p.States = options(stateNames(), q.Get("state"))
 	p.ErrorClasses = options(models.ErrorClasses(), q.Get("error_class"))
 	p.Searched = len(searchQuery(q)) > 0
+	p.MoreOpen = len(pick(q, []string{"ref", "error_class", "workflow", "tool", "state", "tenant", "from", "to"})) > 0
 	p.Views, err = h.savedViews(c, v, models.ViewPageOperations, q)
 	return p, err
 }

@@ -197,10 +197,12 @@ type SearchPage struct {
 	Tenants      []Option
 	Rows         []OperationRow
 	Searched     bool
-	NextHref     string
-	Error        string
-	Views        SavedViews
-	Bulk         *BulkBar // nil for those who may not decide
+	// MoreOpen unfolds the filters beyond key and param: one of them is set.
+	MoreOpen bool
+	NextHref string
+	Error    string
+	Views    SavedViews
+	Bulk     *BulkBar // nil for those who may not decide
 }
 
 // SavedViews is a page's panel of saved views: the viewer's own, as links, and the form that

@@ -36,6 +36,16 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		}
 	}
 
+	// The search's first result starts on the first screen: the filters beyond key and param
+	// fold until one is set, and on a phone so do the saved views and the decision on many
+	// (it was at 791 px and 1,782 px).
+	for _, vp := range [][2]int64{{1440, 900}, {390, 844}} {
+		run(t, ctx, chromedp.EmulateViewport(vp[0], vp[1]), chromedp.Navigate(con.URL+"/operations"), chromedp.WaitVisible(testID("search-results")))
+		top := value(t, ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="operation-row"]').getBoundingClientRect().top + scrollY`))
+		t.Logf("/operations at %d×%d: the first result at %.0f px", vp[0], vp[1], top)
+		assert.Less(t, top, float64(vp[1]), "/operations at %d×%d: a result on the first screen", vp[0], vp[1])
+	}
+
 	// On a phone the review queue is cards: each cell on its own line, labelled.
 	run(t, ctx, chromedp.EmulateViewport(390, 900), chromedp.Navigate(con.URL+"/reviews"), chromedp.WaitVisible(testID("review-table")))
 	cell := value(t, ctx, chromedp.Evaluate[[]string](`(() => { const td = document.querySelector('[data-testid="review-row"] td');
