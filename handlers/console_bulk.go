@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/big"
@@ -555,6 +556,10 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 	if err != nil {
 		return err
 	}
+	dks, err := h.Ledger.DownstreamKeysOf(c.Request().Context(), v.Scope, ids)
+	if err != nil {
+		return err
+	}
 	for i := range p.Rows {
 		p.Rows[i].Evidence = evidenceParts(evidence[p.Rows[i].ID])
 	}
@@ -567,6 +572,14 @@ func (h *Console) bulkStakes(c echo.Context, v *Viewer, p *views.BulkPage) error
 		}
 		st := stakesFor(h.Catalog, r.Tool, &params, r.Key, r.Tenant)
 		r.Summary = shorten(st.Summary, 160)
+		if tool, known := h.Catalog.Get(r.Tool); known && tool.HasReferenceURL() {
+			var masked map[string]any
+			if m, err := tool.MaskCanonical([]byte(params)); err == nil {
+				_ = json.Unmarshal(m, &masked)
+			}
+			r.LookupURL = tool.ReferenceURL(catalog.TemplateData{OperationID: r.ID, DownstreamKey: dks[r.ID], Key: r.Key,
+				Tenant: r.Tenant, Params: masked})
+		}
 		if st.Minor != nil {
 			if totals[st.Currency] == nil {
 				totals[st.Currency] = new(big.Int)

@@ -11,6 +11,21 @@ func (l *Ledger) StoredParams(ctx context.Context, s Scope, ids []string) (map[s
 	return l.columnByID(ctx, s, ids, "params", "read params")
 }
 
+// DownstreamKeysOf returns the downstream keys sent for the operations ids within s, by id
+// (the operation's id for one recorded before downstream keys: Operation.DownstreamKeySent).
+func (l *Ledger) DownstreamKeysOf(ctx context.Context, s Scope, ids []string) (map[string]string, error) {
+	out, err := l.columnByID(ctx, s, ids, "downstream_key", "read downstream keys")
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			out[id] = id
+		}
+	}
+	return out, nil
+}
+
 // KeysOf returns the keys of the operations ids within s, by id: how a page names an
 // operation it only links to (the one a compensation undoes).
 func (l *Ledger) KeysOf(ctx context.Context, s Scope, ids []string) (map[string]string, error) {

@@ -80,4 +80,7 @@ type BulkRow struct {
 	Evidence []string
 	// Now is its state as the page was made, on the result page: what the decision led to.
 	Now string
+	// LookupURL, when the tool's file gives a reference_url, looks the operation up in the
+	// downstream's own console: what a reviewer checks before deciding on many.
+	LookupURL string
 }

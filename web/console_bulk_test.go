@@ -282,6 +282,14 @@ func TestBulkRetryOffersOnlyWhatIsLeft(t *testing.T) {
 		assert.Len(t, page.TestIDs("bulk-risk-accept"), 1)
 		assert.Empty(t, page.TestIDs("bulk-risk-skip"), "no others to retry alone")
 		assert.Equal(t, []string{"Retry (confirm not executed): 2 operations"}, page.TestIDs("bulk-apply"))
+		// Each row can be looked up in the downstream first, by its downstream key.
+		links := page.Attrs("bulk-lookup", "href")
+		require.Len(t, links, 2)
+		for _, op := range refunds {
+			rec, err := desk.con.Ledger.OperationRecord(t.Context(), models.AllTenants(), op.ID)
+			require.NoError(t, err)
+			assert.Contains(t, links, "http://127.0.0.1:9/refunds?reference="+rec.Op.DownstreamKeySent())
+		}
 
 		for _, op := range refunds {
 			_, err := desk.con.Ledger.MarkFailed(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
