@@ -85,30 +85,33 @@ func (h *Console) Reviews(c echo.Context) error {
 		return err
 	}
 	if h.Mail && (v.Role == models.RoleReviewer || v.Role == models.RoleAdmin) {
-		muted, err := h.Ledger.EmailMuted(c.Request().Context(), v.ID)
+		choice, err := h.Ledger.EmailChoice(c.Request().Context(), v.ID)
 		if err != nil {
 			return err
 		}
-		p.Email = &views.EmailChoice{On: !muted, CSRFToken: v.CSRFToken}
+		p.Email = &views.EmailChoice{Options: []views.Option{
+			{Value: models.EmailEach, Label: "An email per review", Selected: choice == models.EmailEach},
+			{Value: models.EmailDigest, Label: "One email an hour, with every review", Selected: choice == models.EmailDigest},
+			{Value: models.EmailOff, Label: "No email", Selected: choice == models.EmailOff},
+		}, CSRFToken: v.CSRFToken}
 	}
 	return renderPage(c, http.StatusOK, views.Reviews(p))
 }
 
-// SetEmail mutes or unmutes the signed-in person's email about reviews, and returns to the queue.
+// SetEmail sets how the signed-in person is emailed about reviews, and returns to the queue.
 func (h *Console) SetEmail(c echo.Context) error {
 	v, err := currentViewer(c)
 	if err != nil {
 		return err
 	}
-	on := c.FormValue("email") == "on"
-	if err := h.Ledger.SetEmailMuted(c.Request().Context(), v.ID, !on); err != nil {
-		return err
-	}
-	msg := "You will get no more email about reviews."
-	if on {
-		msg = "You will get an email when a review opens or an approval is about to lapse."
-	}
-	return h.formDone(c, nil, msg, "/reviews")
+	choice := c.FormValue("email")
+	err = h.Ledger.SetEmailChoice(c.Request().Context(), v.ID, choice)
+	msg := map[string]string{
+		models.EmailEach:   "You will get an email when a review opens or an approval is about to lapse.",
+		models.EmailDigest: "You will get one email an hour, with every review that opened or is about to lapse in it.",
+		models.EmailOff:    "You will get no more email about reviews.",
+	}[choice]
+	return h.formDone(c, err, msg, "/reviews")
 }
 
 // ReviewList is the review queue's list alone, which console.js reloads in place.

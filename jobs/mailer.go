@@ -90,26 +90,48 @@ func (m *Mailer) Run(ctx context.Context) {
 
 // SendOnce claims the due emails and sends them, one SMTP session each, and returns how many.
 func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
-	emails, err := m.cfg.Ledger.ClaimEmails(ctx, m.cfg.Worker, 16, m.cfg.Timeout+10*time.Second)
+	emails, err := m.cfg.Ledger.ClaimEmails(ctx, m.cfg.Worker, 200, m.cfg.Timeout+10*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	var wg sync.WaitGroup
+	// A message per email, but one per recipient for those who asked for a digest: every review
+	// of theirs that came due together.
+	var batches [][]models.Email
+	digests := map[string]int{}
 	for _, e := range emails {
+		if !e.Digest {
+			batches = append(batches, []models.Email{e})
+			continue
+		}
+		i, ok := digests[e.Recipient]
+		if !ok {
+			i = len(batches)
+			digests[e.Recipient] = i
+			batches = append(batches, nil)
+		}
+		batches[i] = append(batches[i], e)
+	}
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, batch := range batches {
 		wg.Go(func() {
-			sendErr := m.send(ctx, e)
-			var next *time.Time
-			if sendErr != nil && m.cfg.Now().Sub(e.CreatedAt) < m.cfg.Window {
-				wait := min(time.Duration(1<<min(e.Attempts, 12))*5*time.Second, time.Hour)
-				next = new(m.cfg.Now().Add(wait))
-			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sendErr := m.send(ctx, batch)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			if err := m.cfg.Ledger.RecordEmail(rctx, e, sendErr, next); err != nil {
-				m.cfg.Log.Warn("mailer: outcome not recorded; the email goes out again", "email_id", e.ID, "err", err)
+			for _, e := range batch {
+				var next *time.Time
+				if sendErr != nil && m.cfg.Now().Sub(e.CreatedAt) < m.cfg.Window {
+					wait := min(time.Duration(1<<min(e.Attempts, 12))*5*time.Second, time.Hour)
+					next = new(m.cfg.Now().Add(wait))
+				}
+				if err := m.cfg.Ledger.RecordEmail(rctx, e, sendErr, next); err != nil {
+					m.cfg.Log.Warn("mailer: outcome not recorded; the email goes out again", "email_id", e.ID, "err", err)
+				}
 			}
 			if sendErr != nil {
-				m.cfg.Log.Warn("mailer: email not sent", "email_id", e.ID, "recipient", e.Recipient, "err", sendErr, "retry", next != nil)
+				m.cfg.Log.Warn("mailer: email not sent", "emails", len(batch), "recipient", batch[0].Recipient, "err", sendErr)
 			}
 		})
 	}
@@ -117,16 +139,78 @@ func (m *Mailer) SendOnce(ctx context.Context) (int, error) {
 	return len(emails), nil
 }
 
-// send writes and sends one email.
-func (m *Mailer) send(ctx context.Context, e models.Email) error {
-	msg, err := readMessage([]byte(e.Payload))
-	if err != nil {
-		return err
+// send writes and sends one message: one email, or a recipient's digest of several.
+func (m *Mailer) send(ctx context.Context, batch []models.Email) error {
+	msgs := make([]message, len(batch))
+	for i, e := range batch {
+		msg, err := readMessage([]byte(e.Payload))
+		if err != nil {
+			return err
+		}
+		msgs[i] = msg
 	}
-	body := composeEmail(m.cfg.From, e, msg)
+	var body []byte
+	if len(batch) == 1 && !batch[0].Digest {
+		body = composeEmail(m.cfg.From, batch[0], msgs[0])
+	} else {
+		body = composeDigest(m.cfg.From, batch, msgs)
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	return m.deliver(ctx, e.Recipient, body)
+	return m.deliver(ctx, batch[0].Recipient, body)
+}
+
+// composeDigest is a recipient's hourly message: every review of theirs that came due, each
+// with its headline, why a person is needed and its link. Its Message-ID is made from the
+// emails it carries, so a digest sent twice is one message to a mail client.
+func composeDigest(from string, batch []models.Email, msgs []message) []byte {
+	h := sha256.New()
+	for _, e := range batch {
+		h.Write([]byte(e.ID + "\x00"))
+	}
+	var b strings.Builder
+	title := fmt.Sprintf("%d reviews need a person", len(batch))
+	if len(batch) == 1 {
+		title = "1 review needs a person"
+	}
+	writeHeaders(&b, from, batch[0].Recipient, title, hex.EncodeToString(h.Sum(nil)[:16]), batch[len(batch)-1].CreatedAt)
+	line := func(s string) { b.WriteString(strings.ReplaceAll(s, "\n", "\r\n") + "\r\n") }
+	line(title + ", in the hour's digest you chose.")
+	for i, m := range msgs {
+		line("")
+		line(fmt.Sprintf("%d. %s", i+1, m.Title))
+		if m.Why != "" {
+			line("   Why a person is needed: " + m.Why)
+		}
+		if m.Link != "" {
+			line("   Open it: " + m.Link)
+		}
+	}
+	line("")
+	line("You get this because you review these tenants' operations. Change how you are emailed on the console's review queue.")
+	return []byte(b.String())
+}
+
+// writeHeaders writes a plain-text UTF-8 message's headers, its Message-ID from id under the
+// From address's domain.
+func writeHeaders(b *strings.Builder, from, to, subject, id string, date time.Time) {
+	domain := "idemgate.invalid"
+	if a, err := mail.ParseAddress(from); err == nil {
+		if _, d, ok := strings.Cut(a.Address, "@"); ok {
+			domain = d
+		}
+	}
+	header := func(k, v string) { fmt.Fprintf(b, "%s: %s\r\n", k, v) }
+	header("From", from)
+	header("To", to)
+	header("Subject", mime.QEncoding.Encode("utf-8", "[idemgate] "+subject))
+	header("Message-ID", "<"+id+"@"+domain+">")
+	header("Date", date.UTC().Format(time.RFC1123Z))
+	header("MIME-Version", "1.0")
+	header("Content-Type", "text/plain; charset=utf-8")
+	header("Content-Transfer-Encoding", "8bit")
+	header("Auto-Submitted", "auto-generated")
+	b.WriteString("\r\n")
 }
 
 // composeEmail is the message: plain text, UTF-8, one review, the summary in the subject, why a
@@ -134,24 +218,8 @@ func (m *Mailer) send(ctx context.Context, e models.Email) error {
 // recipient's, so a message sent twice is one message to a mail client.
 func composeEmail(from string, e models.Email, m message) []byte {
 	sum := sha256.Sum256([]byte(e.ReviewID + "\x00" + e.Event + "\x00" + e.Recipient))
-	domain := "idemgate.invalid"
-	if a, err := mail.ParseAddress(from); err == nil {
-		if _, d, ok := strings.Cut(a.Address, "@"); ok {
-			domain = d
-		}
-	}
 	var b strings.Builder
-	header := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
-	header("From", from)
-	header("To", e.Recipient)
-	header("Subject", mime.QEncoding.Encode("utf-8", "[idemgate] "+m.Title))
-	header("Message-ID", "<"+hex.EncodeToString(sum[:16])+"@"+domain+">")
-	header("Date", e.CreatedAt.UTC().Format(time.RFC1123Z))
-	header("MIME-Version", "1.0")
-	header("Content-Type", "text/plain; charset=utf-8")
-	header("Content-Transfer-Encoding", "8bit")
-	header("Auto-Submitted", "auto-generated")
-	b.WriteString("\r\n")
+	writeHeaders(&b, from, e.Recipient, m.Title, hex.EncodeToString(sum[:16]), e.CreatedAt)
 	line := func(s string) { b.WriteString(strings.ReplaceAll(s, "\n", "\r\n") + "\r\n") }
 	line(m.Title)
 	line("")
@@ -169,7 +237,7 @@ func composeEmail(from string, e models.Email, m message) []byte {
 		line("Find it in the console's review queue (no --public-url is set, so this message has no link).")
 	}
 	line("")
-	line("You get this because you review this tenant's operations. Mute these emails in the console's footer.")
+	line("You get this because you review this tenant's operations. Change how you are emailed (each review, an hourly digest, or none) on the console's review queue.")
 	return []byte(b.String())
 }
 

@@ -37,7 +37,10 @@ type Email struct {
 	Recipient   string
 	// Payload is the standard webhook body of the change, which the mailer writes the message
 	// from (summary, why, link).
-	Payload        string
+	Payload string
+	// Digest: the recipient asked for one message an hour; the email is due at the next hour
+	// and goes out with the others due then.
+	Digest         bool
 	Status         string
 	Attempts       int
 	NextAttemptAt  time.Time
@@ -61,6 +64,7 @@ CREATE TABLE emails (
 	event            TEXT NOT NULL,
 	recipient        TEXT NOT NULL,
 	payload          TEXT NOT NULL,
+	digest           BOOLEAN NOT NULL DEFAULT FALSE,
 	status           TEXT NOT NULL,
 	attempts         INTEGER NOT NULL DEFAULT 0,
 	next_attempt_at  {{ts}} NOT NULL,
@@ -73,6 +77,7 @@ CREATE TABLE emails (
 CREATE UNIQUE INDEX emails_once ON emails (review_id, recipient, event);
 CREATE INDEX emails_due ON emails (next_attempt_at) WHERE status = 'pending';
 ALTER TABLE users ADD COLUMN email_muted BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE users ADD COLUMN email_digest BOOLEAN NOT NULL DEFAULT FALSE;
 `
 
 // enqueueEmails writes, inside tx, one email about notice n of op to each person who reviews
@@ -84,8 +89,11 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 	if op.ReviewID == nil {
 		return nil
 	}
-	var users []User
-	if err := tx.Select("email, tenants").Where("disabled_at IS NULL AND email_muted = ? AND role IN ?", false,
+	var users []struct {
+		Email, Tenants string
+		EmailDigest    bool
+	}
+	if err := tx.Model(&User{}).Select("email, tenants, email_digest").Where("disabled_at IS NULL AND email_muted = ? AND role IN ?", false,
 		[]Role{RoleReviewer, RoleAdmin}).Find(&users).Error; err != nil {
 		return fmt.Errorf("reviewers of %s: %w", op.Tenant, err)
 	}
@@ -95,11 +103,15 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 		return err
 	}
 	for _, u := range users {
-		if ts := u.TenantList(); ts != nil && !slices.Contains(ts, op.Tenant) {
+		if ts := (&User{Tenants: u.Tenants}).TenantList(); ts != nil && !slices.Contains(ts, op.Tenant) {
 			continue
 		}
+		due := now
+		if u.EmailDigest {
+			due = NextDigest(now)
+		}
 		rows = append(rows, Email{ID: newID("eml"), Tenant: op.Tenant, ReviewID: *op.ReviewID, OperationID: op.ID, Event: n.typ,
-			Recipient: u.Email, Payload: string(body), Status: EmailPending, NextAttemptAt: now, CreatedAt: now})
+			Recipient: u.Email, Payload: string(body), Digest: u.EmailDigest, Status: EmailPending, NextAttemptAt: due, CreatedAt: now})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -107,21 +119,41 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
 }
 
-// SetEmailMuted mutes or unmutes email about reviews for user id.
-func (l *Ledger) SetEmailMuted(ctx context.Context, id string, muted bool) error {
-	return l.txn(ctx, "mute email", func(tx *gorm.DB) ([]string, error) {
-		return nil, tx.Model(&User{}).Where("id = ?", id).Update("email_muted", muted).Error
+// How a person gets email about reviews.
+const (
+	EmailEach   = "each"   // a message per review
+	EmailDigest = "digest" // one message an hour, with every review of that hour
+	EmailOff    = "off"
+)
+
+// NextDigest is when an hourly digest due after now goes out: the next full hour.
+func NextDigest(now time.Time) time.Time { return now.Truncate(time.Hour).Add(time.Hour) }
+
+// SetEmailChoice sets how user id gets email about reviews (EmailEach, EmailDigest, EmailOff).
+// It holds from the next review.
+func (l *Ledger) SetEmailChoice(ctx context.Context, id, choice string) error {
+	if choice != EmailEach && choice != EmailDigest && choice != EmailOff {
+		return errorf(CodeInvalid, "email: choose each, digest or off")
+	}
+	return l.txn(ctx, "email choice", func(tx *gorm.DB) ([]string, error) {
+		return nil, tx.Model(&User{}).Where("id = ?", id).
+			Updates(map[string]any{"email_muted": choice == EmailOff, "email_digest": choice == EmailDigest}).Error
 	})
 }
 
-// EmailMuted reports whether user id has muted email about reviews.
-func (l *Ledger) EmailMuted(ctx context.Context, id string) (bool, error) {
-	var muted bool
-	err := l.scope(ctx).Model(&User{}).Select("email_muted").Where("id = ?", id).Scan(&muted).Error
-	if err != nil {
-		return false, unavailable("read email preference", err)
+// EmailChoice returns how user id gets email about reviews.
+func (l *Ledger) EmailChoice(ctx context.Context, id string) (string, error) {
+	var r struct{ EmailMuted, EmailDigest bool }
+	err := l.scope(ctx).Model(&User{}).Select("email_muted, email_digest").Where("id = ?", id).Scan(&r).Error
+	switch {
+	case err != nil:
+		return "", unavailable("read email preference", err)
+	case r.EmailMuted:
+		return EmailOff, nil
+	case r.EmailDigest:
+		return EmailDigest, nil
 	}
-	return muted, nil
+	return EmailEach, nil
 }
 
 // ClaimEmails claims up to limit pending emails that are due, for worker and lease, as

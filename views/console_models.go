@@ -107,9 +107,10 @@ type ReviewsPage struct {
 	Email *EmailChoice
 }
 
-// EmailChoice is a person's choice to get email about reviews, and the form that changes it.
+// EmailChoice is how a person gets email about reviews (each, an hourly digest, none), and the
+// form that changes it.
 type EmailChoice struct {
-	On        bool
+	Options   []Option
 	CSRFToken string
 }
 

@@ -160,15 +160,22 @@ func TestBrowserEmailToReviewers(t *testing.T) {
 	mo.MustLogin(t, "mo@example.com", moPW)
 	page := mo.Get(t, "/reviews")
 	require.Equal(t, http.StatusOK, page.Status)
-	require.Equal(t, []string{"Stop these emails"}, page.TestIDs("email-toggle"))
+	require.Equal(t, []string{"each"}, selected(page, "email-select"))
 	require.Equal(t, http.StatusSeeOther, mo.Post(t, "/reviews/email", url.Values{"email": {"off"}}).Status)
-	assert.Equal(t, []string{"Email me about reviews"}, mo.Get(t, "/reviews").TestIDs("email-toggle"))
+	assert.Equal(t, []string{"off"}, selected(mo.Get(t, "/reviews"), "email-select"))
+	// Dee takes an hourly digest: her reviews wait for the next full hour, then come in one message.
+	dee := con.NewBrowser(t)
+	deePW := con.User(t, "dee@example.com", models.RoleReviewer, "acme")
+	dee.MustLogin(t, "dee@example.com", deePW)
+	dee.Get(t, "/reviews")
+	require.Equal(t, http.StatusSeeOther, dee.Post(t, "/reviews/email", url.Values{"email": {"digest"}}).Status)
 
 	refund := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1044:refund", Tool: "refunds.issue",
 		Params: `{"amount_cents":4200,"card_number":"4111111111111111","currency":"EUR","order_id":"1044"}`, Unknown: true, Review: true})
 	var got []received
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got) < 3 && time.Now().Before(deadline) {
+		// (the digest's hour has not come: the clock stands still)
 		time.Sleep(100 * time.Millisecond)
 		got = inbox(t, api)
 	}
@@ -199,10 +206,45 @@ func TestBrowserEmailToReviewers(t *testing.T) {
 	require.NoError(t, err)
 	emails, err := con.Ledger.Emails(t.Context(), *rec.Op.ReviewID)
 	require.NoError(t, err)
-	assert.Len(t, emails, 3)
+	assert.Len(t, emails, 4, "Dee's too, for her digest")
 	for _, e := range emails {
-		assert.Equal(t, models.EmailSent, e.Status, "%s: %v", e.Recipient, e.LastError)
+		want := models.EmailSent
+		if e.Recipient == "dee@example.com" {
+			want = models.EmailPending
+			assert.True(t, e.Digest)
+		}
+		assert.Equal(t, want, e.Status, "%s: %v", e.Recipient, e.LastError)
 	}
+
+	// A second review in the same hour; then the hour ends, and Dee gets one message with both.
+	second := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1045:refund", Tool: "refunds.issue",
+		Params: `{"amount_cents":5000,"currency":"EUR","order_id":"1045"}`, Unknown: true, Review: true})
+	deadline = time.Now().Add(30 * time.Second)
+	for len(inbox(t, api)) < 6 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Len(t, inbox(t, api), 6, "three more single messages; Dee's wait for the hour")
+	con.Clock.Advance(time.Hour)
+	var digest []received
+	deadline = time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		digest = nil
+		for _, m := range inbox(t, api) {
+			if m.To[0].Address == "dee@example.com" {
+				digest = append(digest, m)
+			}
+		}
+		if len(digest) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Len(t, digest, 1, "one digest")
+	assert.Contains(t, digest[0].Subject, "2 reviews need a person")
+	text := messageText(t, api, digest[0].ID)
+	assert.Contains(t, text, con.URL+"/operations/"+refund.ID)
+	assert.Contains(t, text, con.URL+"/operations/"+second.ID)
+	assert.Contains(t, text, "50.00 EUR to order 1045")
 
 	ctx := browser(t)
 	run(t, ctx, chromedp.Navigate(link[1]), chromedp.WaitVisible(testID("login-form")))
@@ -210,4 +252,18 @@ func TestBrowserEmailToReviewers(t *testing.T) {
 		chromedp.Click(testID("login-submit")), chromedp.WaitVisible(stateBadge))
 	assert.Equal(t, link[1], value(t, ctx, chromedp.Location()), "signed in, on the operation the email named")
 	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
+}
+
+// selected is the value of the chosen option of the select with that data-testid.
+func selected(p *consoletest.Page, testid string) []string {
+	i := strings.Index(p.Body, `data-testid="`+testid+`"`)
+	if i < 0 {
+		return nil
+	}
+	end := strings.Index(p.Body[i:], "</select>")
+	m := regexp.MustCompile(`<option value="([^"]*)" selected`).FindStringSubmatch(p.Body[i : i+end])
+	if m == nil {
+		return nil
+	}
+	return []string{m[1]}
 }
