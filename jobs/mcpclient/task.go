@@ -86,6 +86,10 @@ func callTask(ctx, polls context.Context, raw rawCaller, params *mcp.CallToolPar
 		case <-time.After(t.poll()):
 		}
 		got, err := raw.call(polls, "tasks/get", map[string]any{"taskId": t.TaskID})
+		if err != nil && polls.Err() != nil {
+			// The timeout cut the poll short: the task was still running, as far as is known.
+			return nil, t.TaskID, &errTaskSent{task: t.TaskID, err: errors.Join(fmt.Errorf("still %s after the call's timeout", t.Status), polls.Err())}
+		}
 		if err != nil {
 			return nil, t.TaskID, &errTaskSent{task: t.TaskID, err: err}
 		}
