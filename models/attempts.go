@@ -2,7 +2,9 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -46,7 +48,7 @@ type AttemptOutcome struct {
 // over).
 func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, out AttemptOutcome) error {
 	now := l.clock()
-	op, at := c.Op, c.Attempt
+	op := c.Op
 	if out.To == StateFailedFinal && op.Ambiguous {
 		// An earlier attempt may have taken effect: whatever ended this one (a refusal of
 		// the retry, a request that can no longer be built), the operation's outcome is not
@@ -56,62 +58,31 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 	}
 	before := *op
 	_, gen := l.replays.get(op.Tenant, op.Key) // for the answer this outcome may leave to replay
-	err := l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
-		detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
-		if out.DownstreamStatus != 0 {
-			detail["downstream_status"] = out.DownstreamStatus
+	f, err := finishingOf(now, c, worker, out, &before)
+	if err != nil {
+		return err
+	}
+	if l.batch != nil && f.batchable() {
+		written, err := l.finishInBatch(ctx, f)
+		if err != nil {
+			return err
 		}
-		if out.Error != "" {
-			detail["error"] = out.Error
+		if written {
+			*op = f.next
+			l.replays.put(gen, op)
+			return nil
 		}
-		if out.Note != "" {
-			detail["note"] = out.Note
-		}
-		actor := "worker:" + worker
-		if err := l.appendEvent(tx, now, eventInput{op: op, typ: EventAttemptFinished, attempt: at.Number, actor: actor, detail: detail}); err != nil {
+		// Not written by the batch: stale, or announced to a subscription; decided alone.
+	}
+	err = l.txn(ctx, "finish attempt "+op.ID, func(tx *gorm.DB) ([]string, error) {
+		if err := l.appendEvent(tx, now, f.finished); err != nil {
 			return nil, err
-		}
-		ch := change{from: StateRunning, to: out.To, fence: at.Fence, actor: actor, attempt: at.Number}
-		ambiguous := op.Ambiguous || out.Class == ErrorAmbiguous
-		switch out.To {
-		case StateSucceeded:
-			ch.apply = func(o *Operation) []string {
-				o.Result = nil
-				if len(out.Result) > 0 {
-					o.Result = ptr(string(out.Result))
-				}
-				o.DownstreamRef = nil
-				if out.DownstreamRef != "" {
-					o.DownstreamRef = ptr(out.DownstreamRef)
-				}
-				o.DownstreamStatus = nil
-				if out.DownstreamStatus != 0 {
-					o.DownstreamStatus = ptr(out.DownstreamStatus)
-				}
-				o.ErrorClass, o.ErrorMessage = nil, nil
-				cols := []string{"result", "downstream_ref", "downstream_status", "error_class", "error_message"}
-				return append(cols, setUpstream(o, out.UpstreamResult)...)
-			}
-		case StatePending:
-			ch.event = EventRetryScheduled
-			ch.detail = map[string]any{"next_attempt_at": out.NextAttemptAt.UTC().Format(time.RFC3339Nano), "class": out.Class}
-			ch.apply = func(o *Operation) []string {
-				o.NextAttemptAt, o.Ambiguous = ptr(out.NextAttemptAt.UTC().Truncate(time.Microsecond)), ambiguous
-				cols := setError(out.Class, out.ErrorMessage, out.DownstreamStatus)(o)
-				return append(cols, "next_attempt_at", "ambiguous")
-			}
-		default: // FAILED_FINAL, UNKNOWN
-			ch.apply = func(o *Operation) []string {
-				o.Ambiguous = ambiguous
-				cols := append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
-				return append(cols, setUpstream(o, out.UpstreamResult)...)
-			}
 		}
 		// The operation's compare-and-set first, then its attempt's row: that is the lock
 		// order of the lease reaper (ReapExpiredLeases) and of every other writer, the
 		// operation's row before its attempt's (the other order deadlocked with a reaper that
 		// held the operation and wanted the attempt), without a statement of its own to lock.
-		if err := l.transition(tx, now, op, ch); err != nil {
+		if err := l.transition(tx, now, op, f.change); err != nil {
 			return nil, err
 		}
 		// The attempt must still be open: the fencing token alone is not proof of the claim.
@@ -119,18 +90,7 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		// be made again with the same token, by another attempt; this attempt's row is then
 		// missing, or already closed by the reaper. Then nothing of this transaction stays,
 		// and neither does its change of op.
-		closing := &attemptClose{id: at.ID, finishedAt: now, class: out.Class, latencyMS: out.Latency.Milliseconds(),
-			stale: &Error{Code: CodeStale, Op: &before, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}}
-		if out.DownstreamStatus != 0 {
-			closing.status = &out.DownstreamStatus
-		}
-		if out.Error != "" {
-			closing.err = &out.Error
-		}
-		if out.TraceID != "" {
-			closing.traceID = &out.TraceID
-		}
-		if err := l.closeAttempt(tx, closing); err != nil {
+		if err := l.closeAttempt(tx, f.closing); err != nil {
 			return nil, err
 		}
 		return []string{op.ID}, nil
@@ -145,6 +105,153 @@ func (l *Ledger) FinishAttempt(ctx context.Context, c Claimed, worker string, ou
 		l.replays.put(gen, op)
 	}
 	return err
+}
+
+// finishing is an attempt's outcome as the ledger writes it, alone (FinishAttempt's
+// transaction) or in a batch (outcomeBatch): the attempt's event, the operation's change, the
+// attempt's closing, and, for a batch, the row and events the change leads to.
+type finishing struct {
+	finished eventInput // attempt_finished
+	change   change
+	closing  *attemptClose
+	// next, cols: the operation's row after the change, and the columns it writes
+	// (planTransition); events: the rows of finished and of the change's event.
+	next       Operation
+	cols       []string
+	events     [2]Event
+	transition Transition
+}
+
+func finishingOf(now time.Time, c Claimed, worker string, out AttemptOutcome, op *Operation) (*finishing, error) {
+	at := c.Attempt
+	detail := map[string]any{"attempt_id": at.ID, "class": out.Class, "latency_ms": out.Latency.Milliseconds()}
+	if out.DownstreamStatus != 0 {
+		detail["downstream_status"] = out.DownstreamStatus
+	}
+	if out.Error != "" {
+		detail["error"] = out.Error
+	}
+	if out.Note != "" {
+		detail["note"] = out.Note
+	}
+	actor := "worker:" + worker
+	f := &finishing{finished: eventInput{op: op, typ: EventAttemptFinished, attempt: at.Number, actor: actor, detail: detail}}
+	ch := change{from: StateRunning, to: out.To, fence: at.Fence, actor: actor, attempt: at.Number}
+	ambiguous := op.Ambiguous || out.Class == ErrorAmbiguous
+	switch out.To {
+	case StateSucceeded:
+		ch.apply = func(o *Operation) []string {
+			o.Result = nil
+			if len(out.Result) > 0 {
+				o.Result = ptr(string(out.Result))
+			}
+			o.DownstreamRef = nil
+			if out.DownstreamRef != "" {
+				o.DownstreamRef = ptr(out.DownstreamRef)
+			}
+			o.DownstreamStatus = nil
+			if out.DownstreamStatus != 0 {
+				o.DownstreamStatus = ptr(out.DownstreamStatus)
+			}
+			o.ErrorClass, o.ErrorMessage = nil, nil
+			cols := []string{"result", "downstream_ref", "downstream_status", "error_class", "error_message"}
+			return append(cols, setUpstream(o, out.UpstreamResult)...)
+		}
+	case StatePending:
+		ch.event = EventRetryScheduled
+		ch.detail = map[string]any{"next_attempt_at": out.NextAttemptAt.UTC().Format(time.RFC3339Nano), "class": out.Class}
+		ch.apply = func(o *Operation) []string {
+			o.NextAttemptAt, o.Ambiguous = ptr(out.NextAttemptAt.UTC().Truncate(time.Microsecond)), ambiguous
+			cols := setError(out.Class, out.ErrorMessage, out.DownstreamStatus)(o)
+			return append(cols, "next_attempt_at", "ambiguous")
+		}
+	default: // FAILED_FINAL, UNKNOWN
+		ch.apply = func(o *Operation) []string {
+			o.Ambiguous = ambiguous
+			cols := append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
+			return append(cols, setUpstream(o, out.UpstreamResult)...)
+		}
+	}
+	f.change = ch
+	f.closing = &attemptClose{id: at.ID, finishedAt: now, class: out.Class, latencyMS: out.Latency.Milliseconds(),
+		stale: &Error{Code: CodeStale, Op: op, Message: fmt.Sprintf("attempt %s of %s is not open in the ledger: its claim was lost or taken over", at.ID, op.ID)}}
+	if out.DownstreamStatus != 0 {
+		f.closing.status = &out.DownstreamStatus
+	}
+	if out.Error != "" {
+		f.closing.err = &out.Error
+	}
+	if out.TraceID != "" {
+		f.closing.traceID = &out.TraceID
+	}
+	if out.To != StateSucceeded && out.To != StateFailedFinal {
+		return f, nil // written alone (see batchable)
+	}
+	// The batch's row and events. planTransition runs ch.apply on a copy of op: the change a
+	// lone transaction makes is planned again from op, the same.
+	var err error
+	if f.next, f.cols, err = planTransition(now, op, ch); err != nil {
+		return nil, err
+	}
+	stateChanged := eventInput{op: op, typ: EventStateChanged, from: ch.from, to: ch.to, attempt: ch.attempt, actor: actor}
+	for i, in := range []eventInput{f.finished, stateChanged} {
+		if f.events[i], err = newEvent(now, in); err != nil {
+			return nil, err
+		}
+	}
+	f.transition = Transition{OperationID: op.ID, Tenant: op.Tenant, Tool: op.Tool, From: ch.from, To: ch.to, Attempt: ch.attempt, Actor: actor}
+	if f.next.ErrorClass != nil {
+		f.transition.ErrorClass = *f.next.ErrorClass
+	}
+	return f, nil
+}
+
+// batchColumns are the operation's columns outcomeBatch writes: the ones a RUNNING
+// operation's move to SUCCEEDED or FAILED_FINAL may change.
+var batchColumns = []string{"state", "updated_at", "lease_owner", "lease_expires_at", "completed_at", "next_attempt_at",
+	"result", "downstream_ref", "downstream_status", "error_class", "error_message", "ambiguous", "upstream_result"}
+
+// batchable reports whether f may be written in a batch: an attempt that ends its operation
+// SUCCEEDED or FAILED_FINAL, whose change writes only the columns a batch writes. Other
+// outcomes (a retry, UNKNOWN, which opens the way to a review) are written alone.
+func (f *finishing) batchable() bool {
+	if f.change.to != StateSucceeded && f.change.to != StateFailedFinal {
+		return false
+	}
+	for _, col := range f.cols {
+		if !slices.Contains(batchColumns, col) {
+			return false
+		}
+	}
+	return true
+}
+
+// finishInBatch writes f in the next batch of outcomes and reports whether the batch wrote it.
+// A batch the server refused wrote nothing: f is then not written, and no error is returned.
+func (l *Ledger) finishInBatch(ctx context.Context, f *finishing) (written bool, err error) {
+	ctx, span := l.startWrite(ctx, "finish attempt "+f.next.ID)
+	transitions := []Transition{f.transition}
+	defer func() {
+		if !written {
+			transitions = nil
+		}
+		endWrite(span, transitions, err)
+	}()
+	ans, err := l.batch.outcomes.Do(ctx, f)
+	if err != nil {
+		return false, unavailable("finish attempt", err) // never sent
+	}
+	var refused *refusedBatch
+	switch {
+	case errors.As(ans.err, &refused):
+		return false, nil
+	case ans.err != nil:
+		return false, commitCutOff(l.dialect, "finish attempt", ans.err)
+	case !ans.written:
+		return false, nil
+	}
+	l.committed(ctx, []string{f.next.ID}, transitions)
+	return true, nil
 }
 
 // attemptClose is what closing an open attempt's row writes; stale is the error when the row

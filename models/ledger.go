@@ -42,6 +42,9 @@ type Ledger struct {
 	misses missGuess
 	// repeats counts repeated requests until they are written (see Repeats).
 	repeats repeatTally
+	// batch gathers concurrent claims and outcomes into shared statements (groupcommit.go);
+	// nil on SQLite.
+	batch *batchers
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger
@@ -100,9 +103,11 @@ func New(cfg Config) *Ledger {
 	if replays == 0 {
 		replays = DefaultReplayCacheBytes
 	}
-	return &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
+	l := &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
 		payloads: cfg.Payloads, mail: cfg.Mail, publicURL: strings.TrimRight(cfg.PublicURL, "/"), observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
 		replays: newReplayCache(replays)}
+	l.batch = l.newBatchers()
+	return l
 }
 
 // DB exposes the handle for readiness checks and tests.

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -227,42 +228,37 @@ func createdTransition(op *Operation, in NewOperation) Transition {
 
 // submitClaimed records op, claimed by attempt, in one statement on PostgreSQL: the operation
 // (unless its key is taken), the attempt's row and the created and attempt_started events,
-// each written only when the operation was, committed as the statement ends. It is Submit's
-// transaction for a call that needs nothing else written with it (no review, no audit entry,
-// no compensation link, nothing announced): one round trip where a transaction takes four.
-// A statement whose answer is lost may have committed, as a COMMIT may (commitCutOff).
+// each written only when the operation was, committed as the statement ends, with the claims
+// of the requests in flight beside it (groupcommit.go). It is Submit's transaction for a call
+// that needs nothing else written with it (no review, no audit entry, no compensation link,
+// nothing announced): one round trip where a transaction takes four. A statement whose answer
+// is lost may have committed, as a COMMIT may (commitCutOff).
 func (l *Ledger) submitClaimed(ctx context.Context, in NewOperation, op *Operation, attempt *Attempt, now time.Time, gen uint64) (_ Submitted, err error) {
-	var q strings.Builder
-	args := append(make([]any, 0, 64), op.columns()...)
-	q.WriteString("WITH op AS (" + insertOperation + " RETURNING id), " +
-		"at AS (INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) " +
-		"SELECT ?, id, ?, ?, ?, ?::timestamptz FROM op), " +
-		"ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
-		"SELECT op.id, v.tenant, v.at, v.type, v.from_state, v.to_state, v.attempt, v.actor, v.detail FROM op, (VALUES ")
-	args = append(args, attempt.ID, attempt.Number, attempt.Fence, attempt.Worker, attempt.StartedAt)
-	for i, in := range []eventInput{createdEvent(op, in), attemptStartedEvent(op, attempt)} {
-		ev, err := newEvent(now, in)
-		if err != nil {
+	req := claimRequest{op: op, attempt: attempt}
+	for i, e := range []eventInput{createdEvent(op, in), attemptStartedEvent(op, attempt)} {
+		if req.events[i], err = newEvent(now, e); err != nil {
 			return Submitted{}, err
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?::integer, ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::integer, ?::text, ?::text)")
-		args = append(args, i, ev.Tenant, ev.At, ev.Type, ev.FromState, ev.ToState, ev.Attempt, ev.Actor, ev.Detail)
 	}
-	// In their order: an event's id is its place on the operation's timeline.
-	q.WriteString(") AS v (n, tenant, at, type, from_state, to_state, attempt, actor, detail) ORDER BY v.n) " +
-		"SELECT count(*) FROM op")
-
 	created := []Transition{createdTransition(op, in)}
 	ctx, span := l.startWrite(ctx, "submit")
 	defer func() { endWrite(span, created, err) }()
-	var n int64
-	if err := l.db.WithContext(ctx).Raw(q.String(), args...).Row().Scan(&n); err != nil {
-		return Submitted{}, commitCutOff(l.dialect, "submit", err)
+	ans, err := l.batch.claims.Do(ctx, req)
+	if err != nil {
+		return Submitted{}, unavailable("submit", err) // never sent
 	}
-	if n == 0 { // the key is known: recorded before, or by a concurrent submit now committed
+	var refused *refusedBatch
+	if errors.As(ans.err, &refused) {
+		// Nothing of the batch was written (a deadlock PostgreSQL broke, say): this claim
+		// goes again, alone, and is answered for itself.
+		one := []claimAnswer{{}}
+		l.claimBatch(ctx, []claimRequest{req}, one)
+		ans = one[0]
+	}
+	if ans.err != nil {
+		return Submitted{}, commitCutOff(l.dialect, "submit", ans.err)
+	}
+	if !ans.created { // the key is known: recorded before, or by a concurrent submit now committed
 		created = nil
 		existing, err := l.GetByKey(ctx, in.Tenant, in.Key)
 		if err != nil {

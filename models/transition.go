@@ -35,27 +35,9 @@ type change struct {
 // transition writes c against op (which must hold the current row) and updates op in place.
 // Zero rows touched means someone else decided first: CodeStale.
 func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change) error {
-	if !CanTransition(c.from, c.to) {
-		return fmt.Errorf("ledger: %s → %s for %s: %w", c.from, c.to, op.ID, ErrIllegalTransition)
-	}
-	next := *op
-	next.State, next.UpdatedAt = c.to, now
-	cols := []string{"state", "updated_at"}
-	if c.from == StateRunning {
-		next.LeaseOwner, next.LeaseExpiresAt = nil, nil
-		cols = append(cols, "lease_owner", "lease_expires_at")
-	}
-	switch {
-	case c.to.Terminal():
-		next.CompletedAt, next.NextAttemptAt = ptr(now), nil
-		cols = append(cols, "completed_at", "next_attempt_at")
-	case c.to == StateUnknown:
-		// The reconciler asks at once; the settle window decides what a "not found" means.
-		next.UnknownSince, next.NextAttemptAt, next.NextProbeAt, next.Probes = ptr(now), nil, ptr(now), 0
-		cols = append(cols, "unknown_since", "next_attempt_at", "next_probe_at", "probes")
-	}
-	if c.apply != nil {
-		cols = append(cols, c.apply(&next)...)
+	next, cols, err := planTransition(now, op, c)
+	if err != nil {
+		return err
 	}
 	q, args := compareAndSet(&next, cols, op.ID, c)
 	res := tx.Exec(q, args...)
@@ -107,6 +89,34 @@ func (l *Ledger) transition(tx *gorm.DB, now time.Time, op *Operation, c change)
 	noteTransition(tx, t)
 	*op = next
 	return nil
+}
+
+// planTransition is what transition writes, before anything is written: op's row after c,
+// and the columns c changes.
+func planTransition(now time.Time, op *Operation, c change) (next Operation, cols []string, err error) {
+	if !CanTransition(c.from, c.to) {
+		return next, nil, fmt.Errorf("ledger: %s → %s for %s: %w", c.from, c.to, op.ID, ErrIllegalTransition)
+	}
+	next = *op
+	next.State, next.UpdatedAt = c.to, now
+	cols = []string{"state", "updated_at"}
+	if c.from == StateRunning {
+		next.LeaseOwner, next.LeaseExpiresAt = nil, nil
+		cols = append(cols, "lease_owner", "lease_expires_at")
+	}
+	switch {
+	case c.to.Terminal():
+		next.CompletedAt, next.NextAttemptAt = ptr(now), nil
+		cols = append(cols, "completed_at", "next_attempt_at")
+	case c.to == StateUnknown:
+		// The reconciler asks at once; the settle window decides what a "not found" means.
+		next.UnknownSince, next.NextAttemptAt, next.NextProbeAt, next.Probes = ptr(now), nil, ptr(now), 0
+		cols = append(cols, "unknown_since", "next_attempt_at", "next_probe_at", "probes")
+	}
+	if c.apply != nil {
+		cols = append(cols, c.apply(&next)...)
+	}
+	return next, cols, nil
 }
 
 // compareAndSet is the UPDATE of transition: next's columns cols, where op id is still in

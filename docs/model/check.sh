@@ -48,6 +48,11 @@ runs=(
 	"unkeyed.nolook.safety|-DKEYED=0 -DLOOKFIRST=0 -DNOREVIEW|-DSAFETY -DNOCLAIM|-m100000"
 	"keyed.progress|-DKEYED=1 -DNOREVIEW|-DNFAIR=3|-a -f -m100000 -N progress"
 	"unkeyed.progress|-DKEYED=0 -DNOREVIEW|-DNFAIR=3|-a -f -m100000 -N progress"
+	# Group commit: claims and outcomes wait in a batch, commit later, may lose their answers.
+	"keyed.batch.safety|-DKEYED=1 -DNOREVIEW -DBATCH|-DSAFETY -DNOCLAIM|-m100000"
+	"unkeyed.batch.safety|-DKEYED=0 -DNOREVIEW -DBATCH|-DSAFETY -DNOCLAIM|-m100000"
+	"keyed.batch.progress|-DKEYED=1 -DNOREVIEW -DBATCH|-DNFAIR=3|-a -f -m100000 -N progress"
+	"unkeyed.batch.progress|-DKEYED=0 -DNOREVIEW -DBATCH|-DNFAIR=3|-a -f -m100000 -N progress"
 )
 if [ "${FULL:-0}" = 1 ]; then
 	runs+=(
@@ -63,7 +68,13 @@ mutations=(
 	"MUT_REVIEW_STALE|-DKEYED=0 -DMUT_REVIEW_STALE"
 	"MUT_REJECT_FINAL|-DKEYED=1 -DMUT_REJECT_FINAL"
 	"MUT_CANCEL_AMBIGUOUS|-DKEYED=1 -DMUT_CANCEL_AMBIGUOUS"
+	"MUT_BATCH_CUT_RUNS|-DKEYED=0 -DBATCH -DMUT_BATCH_CUT_RUNS"
+	"MUT_BATCH_CHECK_EARLY|-DKEYED=0 -DBATCH -DMUT_BATCH_CHECK_EARLY"
 )
+# With batching on, every mutation above must still be caught.
+for m in "${mutations[@]}"; do
+	case $m in *-DBATCH*) ;; *) mutations+=("${m%%|*}.batch|${m#*|} -DBATCH") ;; esac
+done
 started=$SECONDS
 for r in "${runs[@]}"; do
 	IFS='|' read -r name sflags cflags pargs <<<"$r"

@@ -123,6 +123,7 @@ bit  killE[NG];
 bit  killR[NG];
 byte crashes;
 byte wphase[NG];       /* 0 idle, 1 claimed and not yet sent, 2 sent */
+bit  queued[NG];       /* BATCH: gateway g's executor waits in a batch (a claim or an outcome) */
 
 /* Ghosts: what the properties read. */
 byte was_term;         /* the terminal state once reached */
@@ -189,6 +190,7 @@ inline decide() {
 proctype Executor(byte g) {
 	byte mya, cls, to;
 	bit myamb, wasamb;
+	bit early;   /* MUT_BATCH_CHECK_EARLY: the outcome's check, made when it was queued */
 	do
 	:: true ->
 		{
@@ -196,9 +198,45 @@ proctype Executor(byte g) {
 			/* Ledger.Submit with Claim: the key is new; the row is created RUNNING with
 			 * fence 1 and attempt 1 (the unique (tenant, key) decides the race). A key
 			 * already there (even a tombstone) is answered from its row, changing nothing. */
+#ifndef BATCH
 			:: atomic { st == NONE ->
 				st = RUNNING; bump(); etok[g] = 1; attempts = 1; att_open[1] = 1; lease_left = LEASE;
 				mya = 1; myamb = 0; wphase[g] = 1; check() }
+#else
+			/* Group commit (models/groupcommit.go claimBatch): the look-up missed, and the
+			 * claim joins the process's next batch; other processes act before it commits,
+			 * and a kill before then loses the batch with the process. The batch's statement
+			 * decides the key when it runs: new, the row is created and claimed; taken
+			 * meanwhile (another gateway, or an earlier row of the same batch), nothing of
+			 * this request is written. Its answer may be lost after the commit (503, "may
+			 * have been recorded"), or the batch refused (nothing written): then this request
+			 * holds nothing, whatever the row says, and runs nothing. */
+			:: atomic { st == NONE -> queued[g] = 1 }
+			   atomic {
+				queued[g] = 0;
+				if
+				:: st == NONE ->
+					st = RUNNING; bump(); etok[g] = 1; attempts = 1; att_open[1] = 1; lease_left = LEASE;
+					mya = 1; myamb = 0; check();
+					if
+					:: wphase[g] = 1                       /* answered: the claim is this request's */
+#ifndef MUT_BATCH_CUT_RUNS
+					:: etok[g] = 0; mya = 0                /* the answer was lost */
+#else
+					:: wphase[g] = 1                       /* the answer was lost, and taken for "claimed" */
+#endif
+					fi
+				:: st == NONE -> skip                      /* refused: nothing written */
+#ifdef MUT_BATCH_CUT_RUNS
+					; mya = 1; myamb = 0; wphase[g] = 1; etok[g] = 1   /* ... and taken for "claimed" */
+#endif
+				:: st != NONE -> skip                      /* the key was taken first */
+				fi }
+			   if
+			   :: wphase[g] == 1 -> skip   /* holds the claim */
+			   :: else -> goto over        /* answered without it: the request is over */
+			   fi
+#endif
 			/* Ledger.ClaimDue (claim): PENDING and due → RUNNING, fence+1, attempt+1. */
 			:: atomic { st == PENDING && attempts < NA - 1 ->   /* the model's bound */
 				assert(!purged);                                /* a tombstone never runs */
@@ -236,6 +274,45 @@ proctype Executor(byte g) {
 			fi;
 			/* Ledger.FinishAttempt: the attempt row must be open and the fencing token the
 			 * claim's; CodeStale drops the outcome whole. */
+#ifdef BATCH
+			/* Group commit (models/groupcommit.go outcomeBatch): the outcome joins the
+			 * process's next batch; other processes act before it commits, and a kill before
+			 * then loses it with the process. The batch checks each member's row when it
+			 * locks it, at commit, and writes those that pass; a batch refused, or cut before
+			 * its commit, writes nothing. Either way FinishAttempt then writes the outcome
+			 * alone (the step after this one): the member the batch did not write (refused,
+			 * stale: decided again alone), or the one whose answer was lost (executor.record
+			 * retries), which the lone write finds closed and drops as stale. */
+			atomic {
+#ifndef MUT_REJECT_FINAL
+				if
+				:: to == FAIL && wasamb -> to = UNKNOWN
+				:: else -> skip
+				fi;
+#endif
+#ifdef MUT_BATCH_CHECK_EARLY
+				early = (att_open[mya] && st == RUNNING && etok[g]);   /* checked when queued */
+#endif
+				queued[g] = 1 }
+			atomic {
+				queued[g] = 0;
+				if
+#ifndef MUT_BATCH_CHECK_EARLY
+				:: att_open[mya] && st == RUNNING && etok[g] ->
+#else
+				:: early ->
+#endif
+					att_open[mya] = 0;
+					if
+					:: to == UNKNOWN -> to_unknown()
+					:: else -> settle_to(to)
+					fi;
+					ambiguous = myamb;
+					check()
+				:: true -> skip   /* refused or cut before the commit; or (guard false) stale */
+				fi;
+				early = 0 }
+#endif
 			atomic {
 #ifndef MUT_REJECT_FINAL
 				/* An earlier attempt may have taken effect: never FAILED_FINAL from here. */
@@ -261,9 +338,11 @@ proctype Executor(byte g) {
 				:: else -> skip   /* CodeStale: the lease was lost */
 				fi;
 				wphase[g] = 0; etok[g] = 0; mya = 0; to = 0; myamb = 0; wasamb = 0 }
+over:		skip
 		} unless { killE[g] };
 		/* Killed (or done): everything in memory is gone. */
-		atomic { killE[g] = 0; wphase[g] = 0; etok[g] = 0; mya = 0; cls = 0; to = 0; myamb = 0; wasamb = 0 }
+		atomic { killE[g] = 0; wphase[g] = 0; etok[g] = 0; mya = 0; cls = 0; to = 0; myamb = 0; wasamb = 0;
+			queued[g] = 0; early = 0 }
 	od
 }
 

@@ -32,7 +32,7 @@ var layers = [][]string{
 	{"models/testdb"},
 	{"models"},
 	{"models/fingerprint", "models/datakey"},
-	{"internal/sandbox", "internal/gctune", "internal/oidctest", "internal/mcptest", "internal/buildinfo", "client"},
+	{"internal/sandbox", "internal/gctune", "internal/groupcommit", "internal/oidctest", "internal/mcptest", "internal/buildinfo", "client"},
 }
 
 // layerOf is the index of pkg's layer; -1 when none matches.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -30,6 +31,10 @@ type OpenAPIOptions struct {
 	// tool whose operation declares none: for an API that honours a key its document does
 	// not declare (Stripe's Idempotency-Key).
 	IdempotencyHeader string
+
+	// expansionTime replaces maxExpansionTime when set: this package's tests of the size bound
+	// must not meet the time bound first on a loaded machine, nor the time bound's test wait.
+	expansionTime time.Duration
 }
 
 // defaultPrefix starts the tools' names when no connection is named.
@@ -120,7 +125,11 @@ func (d *OpenAPIDocument) Import(opts OpenAPIOptions) (*File, error) {
 	}
 	f := &File{Header: openAPIHeader(doc, opts, len(chosen))}
 	used := map[string]bool{}
-	budget := newExpansion(maxExpansionBytes, maxExpansionTime)
+	expansionTime := maxExpansionTime
+	if opts.expansionTime > 0 {
+		expansionTime = opts.expansionTime
+	}
+	budget := newExpansion(maxExpansionBytes, expansionTime)
 	for _, o := range chosen {
 		base, baseNote, err := baseURL(doc, o, opts.Connection != "")
 		if err != nil {

@@ -53,11 +53,12 @@ const (
 type expansion struct {
 	bytes, limit int64
 	deadline     time.Time
+	took         time.Duration // the time bound, for its message
 	over         error
 }
 
 func newExpansion(limit int64, d time.Duration) *expansion {
-	return &expansion{limit: limit, deadline: time.Now().Add(d)}
+	return &expansion{limit: limit, deadline: time.Now().Add(d), took: d}
 }
 
 // spend counts n more bytes, and reports whether the import is still within its bounds.
@@ -73,7 +74,7 @@ func (e *expansion) spend(n int) bool {
 	case e.bytes > e.limit:
 		e.over = fmt.Errorf("its $refs expand past %d MiB of schemas: the document is refused (import fewer operations with --operations, or simplify the schemas)", e.limit>>20)
 	case time.Now().After(e.deadline):
-		e.over = fmt.Errorf("expanding its $refs took more than %s: the document is refused (import fewer operations with --operations, or simplify the schemas)", maxExpansionTime)
+		e.over = fmt.Errorf("expanding its $refs took more than %s: the document is refused (import fewer operations with --operations, or simplify the schemas)", e.took)
 	}
 	return e.over == nil
 }
