@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,9 @@ import (
 const (
 	// groupCommitSlots is how many batches of each kind run at once: with one, the window a
 	// batch forms in is the whole round trip of the one before; more slots, smaller batches.
-	groupCommitSlots = 2
+	// One measured best (docs/PERFORMANCE.md, Group commit): at 16 in flight, 1,486–1,606 new
+	// operations/s with one slot, 1,218–1,436 with two, 962–1,220 with four.
+	groupCommitSlots = 1
 	// groupCommitMax bounds a batch (a claim takes 62 parameters, a statement at most 65,535).
 	groupCommitMax = 64
 )
@@ -80,32 +83,29 @@ func (l *Ledger) claimBatch(ctx context.Context, reqs []claimRequest, out []clai
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(reqs[a].op.Tenant, reqs[b].op.Tenant), cmp.Compare(reqs[a].op.Key, reqs[b].op.Key))
 	})
-	var q strings.Builder
-	args := make([]any, 0, len(reqs)*62)
-	q.WriteString("WITH op AS (INSERT INTO operations (" + operationColumns + ") VALUES ")
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(operationColumns, ",")+1), ", ") + ")"
+	s := newStatement(len(reqs) * 62)
+	s.WriteString("WITH op AS (INSERT INTO operations (" + operationColumns + ") VALUES ")
 	for n, i := range order {
 		if n > 0 {
-			q.WriteString(", ")
+			s.WriteString(", ")
 		}
-		q.WriteString(row)
-		args = append(args, reqs[i].op.columns()...)
+		s.row(reqs[i].op.columns()...)
 	}
-	q.WriteString(" ON CONFLICT (tenant, op_key) DO NOTHING RETURNING id), " +
+	s.WriteString(" ON CONFLICT (tenant, op_key) DO NOTHING RETURNING id), " +
 		"at AS (INSERT INTO attempts (id, operation_id, number, fence, worker, started_at) " +
 		"SELECT v.id, v.operation_id, v.number, v.fence, v.worker, v.started_at FROM (VALUES ")
 	for n, i := range order {
 		if n > 0 {
-			q.WriteString(", ")
+			s.WriteString(", ")
 		}
 		a := reqs[i].attempt
-		q.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::timestamptz)")
-		args = append(args, a.ID, a.OperationID, a.Number, a.Fence, a.Worker, a.StartedAt)
+		s.typedRow([]string{"text", "text", "integer", "bigint", "text", "timestamptz"},
+			a.ID, a.OperationID, a.Number, a.Fence, a.Worker, a.StartedAt)
 	}
-	q.WriteString(") AS v (id, operation_id, number, fence, worker, started_at) JOIN op ON op.id = v.operation_id), " +
+	s.WriteString(") AS v (id, operation_id, number, fence, worker, started_at) JOIN op ON op.id = v.operation_id), " +
 		"ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
 		"SELECT v.operation_id, v.tenant, v.at, v.type, v.from_state, v.to_state, v.attempt, v.actor, v.detail FROM (VALUES ")
-	writeEventRows(&q, &args, func(yield func(Event) bool) {
+	s.eventRows(func(yield func(Event) bool) {
 		for _, i := range order {
 			for _, e := range reqs[i].events {
 				if !yield(e) {
@@ -115,25 +115,71 @@ func (l *Ledger) claimBatch(ctx context.Context, reqs []claimRequest, out []clai
 		}
 	})
 	// In their order: an event's id is its place on the operation's timeline.
-	q.WriteString(") AS v (n, operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
+	s.WriteString(") AS v (n, operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
 		"JOIN op ON op.id = v.operation_id ORDER BY v.n) SELECT id FROM op")
 
-	inserted, err := l.batchIDs(ctx, q.String(), args)
+	inserted, err := l.batchIDs(ctx, s)
 	for i := range reqs {
 		out[i] = claimAnswer{created: inserted[reqs[i].op.ID], err: err}
 	}
 }
 
-// writeEventRows writes the VALUES rows of events, numbered in order, with their types spelled
-// out on every row (a batch's rows are not typed by a table's columns).
-func writeEventRows(q *strings.Builder, args *[]any, events func(yield func(Event) bool)) {
+// statement is a batch's SQL, written with PostgreSQL's numbered parameters as its values are
+// added: a batch's statement is long (a claim has 62 values), and GORM's building of it (its
+// scan for '?' and a value at a time) cost a tenth of the gateway's CPU per new operation.
+type statement struct {
+	strings.Builder
+	args []any
+}
+
+func newStatement(args int) *statement { return &statement{args: make([]any, 0, args)} }
+
+// param writes v's placeholder, cast to typ unless typ is "".
+func (s *statement) param(v any, typ string) {
+	s.args = append(s.args, v)
+	s.WriteByte('$')
+	s.WriteString(strconv.Itoa(len(s.args)))
+	if typ != "" {
+		s.WriteString("::")
+		s.WriteString(typ)
+	}
+}
+
+// row writes (v1, v2, …), typed by the columns they go to.
+func (s *statement) row(vs ...any) {
+	s.WriteByte('(')
+	for i, v := range vs {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.param(v, "")
+	}
+	s.WriteByte(')')
+}
+
+// typedRow writes (v1::t1, v2::t2, …): a VALUES list's rows are typed by no table's columns.
+func (s *statement) typedRow(types []string, vs ...any) {
+	s.WriteByte('(')
+	for i, v := range vs {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.param(v, types[i])
+	}
+	s.WriteByte(')')
+}
+
+// eventTypes are the types of an event's row, numbered (eventRows).
+var eventTypes = []string{"integer", "text", "text", "timestamptz", "text", "text", "text", "integer", "text", "text"}
+
+// eventRows writes the VALUES rows of events, numbered in their order.
+func (s *statement) eventRows(events func(yield func(Event) bool)) {
 	n := 0
 	for e := range events {
 		if n > 0 {
-			q.WriteString(", ")
+			s.WriteString(", ")
 		}
-		q.WriteString("(?::integer, ?::text, ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::integer, ?::text, ?::text)")
-		*args = append(*args, n, e.OperationID, e.Tenant, e.At, e.Type, e.FromState, e.ToState, e.Attempt, e.Actor, e.Detail)
+		s.typedRow(eventTypes, n, e.OperationID, e.Tenant, e.At, e.Type, e.FromState, e.ToState, e.Attempt, e.Actor, e.Detail)
 		n++
 	}
 }
@@ -141,10 +187,10 @@ func writeEventRows(q *strings.Builder, args *[]any, events func(yield func(Even
 // batchIDs runs a batch's statement, which commits as it ends, and returns the ids it answers.
 // Its error is the one its members see: a refusal by the server (nothing committed) as it is,
 // anything else as a commit that was cut off.
-func (l *Ledger) batchIDs(ctx context.Context, q string, args []any) (map[string]bool, error) {
+func (l *Ledger) batchIDs(ctx context.Context, s *statement) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, groupCommitTimeout)
 	defer cancel()
-	rows, err := l.db.WithContext(ctx).Raw(q, args...).Rows()
+	rows, err := l.db.Statement.ConnPool.QueryContext(ctx, s.String(), s.args...)
 	if err != nil {
 		return nil, batchError(err)
 	}
@@ -198,25 +244,22 @@ type outcomeAnswer struct {
 // the operations' ids, which is the order every writer locks an operation before its
 // attempt) and its tenant has no live webhook subscription. It answers which it wrote.
 func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outcomeAnswer) {
-	var q strings.Builder
-	args := make([]any, 0, len(reqs)*40)
-	q.WriteString("WITH v (id, fence, attempt_id, state, updated_at, completed_at, result, downstream_ref, downstream_status, " +
+	s := newStatement(len(reqs) * 40)
+	s.WriteString("WITH v (id, fence, attempt_id, state, updated_at, completed_at, result, downstream_ref, downstream_status, " +
 		"error_class, error_message, ambiguous, upstream_result, finished_at, class, latency_ms, a_status, a_error, trace_id) AS (VALUES ")
 	for n, f := range reqs {
 		if n > 0 {
-			q.WriteString(", ")
+			s.WriteString(", ")
 		}
 		o, c := &f.next, f.closing
-		q.WriteString("(?::text, ?::bigint, ?::text, ?::text, ?::timestamptz, ?::timestamptz, ?::text, ?::text, ?::integer, " +
-			"?::text, ?::text, ?::boolean, ?::text, ?::timestamptz, ?::text, ?::bigint, ?::integer, ?::text, ?::text)")
-		args = append(args, o.ID, f.change.fence, c.id, o.State, o.UpdatedAt, o.CompletedAt, o.Result, o.DownstreamRef, o.DownstreamStatus,
+		s.typedRow(outcomeTypes, o.ID, f.change.fence, c.id, o.State, o.UpdatedAt, o.CompletedAt, o.Result, o.DownstreamRef, o.DownstreamStatus,
 			o.ErrorClass, o.ErrorMessage, o.Ambiguous, o.UpstreamResult, c.finishedAt, c.class, c.latencyMS, c.status, c.err, c.traceID)
 	}
 	// ok locks what it returns, and FOR UPDATE hands back each row as it stands once locked
 	// (re-checked against the conditions when a concurrent change committed meanwhile), so the
 	// writes below meet exactly the rows it found, and watched is the flag a watcher set before
 	// this batch could lock the row (Watch's UPDATE orders itself against it).
-	q.WriteString("), ok AS (SELECT o.id, o.watched FROM v JOIN operations o ON o.id = v.id JOIN attempts a ON a.id = v.attempt_id " +
+	s.WriteString("), ok AS (SELECT o.id, o.watched FROM v JOIN operations o ON o.id = v.id JOIN attempts a ON a.id = v.attempt_id " +
 		"WHERE o.state = 'RUNNING' AND o.fence = v.fence AND a.operation_id = o.id AND a.finished_at IS NULL " +
 		"AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.tenant = o.tenant AND s.deleted_at IS NULL) " +
 		"ORDER BY o.id FOR UPDATE OF o, a), " +
@@ -228,7 +271,7 @@ func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outc
 		"downstream_status = v.a_status, error = v.a_error, trace_id = v.trace_id FROM v WHERE a.id = v.attempt_id AND v.id IN (SELECT id FROM ok)), " +
 		"ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
 		"SELECT e.operation_id, e.tenant, e.at, e.type, e.from_state, e.to_state, e.attempt, e.actor, e.detail FROM (VALUES ")
-	writeEventRows(&q, &args, func(yield func(Event) bool) {
+	s.eventRows(func(yield func(Event) bool) {
 		for _, f := range reqs {
 			for _, e := range f.events {
 				if !yield(e) {
@@ -237,15 +280,19 @@ func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outc
 			}
 		}
 	})
-	q.WriteString(") AS e (n, operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
+	s.WriteString(") AS e (n, operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
 		"WHERE e.operation_id IN (SELECT id FROM ok) ORDER BY e.n), " +
-		"n AS (SELECT pg_notify(?, id) FROM ok WHERE watched) " +
-		// n writes nothing, so it runs only if read: the condition reads it (once).
-		"SELECT id FROM ok WHERE (SELECT count(*) FROM n) >= 0")
-	args = append(args, notifyChannel)
+		"n AS (SELECT pg_notify(")
+	s.param(notifyChannel, "text")
+	// n writes nothing, so it runs only if read: the condition reads it (once).
+	s.WriteString(", id) FROM ok WHERE watched) SELECT id FROM ok WHERE (SELECT count(*) FROM n) >= 0")
 
-	written, err := l.batchIDs(ctx, q.String(), args)
+	written, err := l.batchIDs(ctx, s)
 	for i, f := range reqs {
 		out[i] = outcomeAnswer{written: written[f.next.ID], err: err}
 	}
 }
+
+// outcomeTypes are the types of an outcome's row (outcomeBatch's v).
+var outcomeTypes = []string{"text", "bigint", "text", "text", "timestamptz", "timestamptz", "text", "text", "integer",
+	"text", "text", "boolean", "text", "timestamptz", "text", "bigint", "integer", "text", "text"}
