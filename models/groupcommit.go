@@ -34,8 +34,8 @@ import (
 const (
 	// groupCommitSlots is how many batches of each kind run at once: with one, the window a
 	// batch forms in is the whole round trip of the one before; more slots, smaller batches.
-	// One measured best (docs/PERFORMANCE.md, Group commit): at 16 in flight, 1,486–1,606 new
-	// operations/s with one slot, 1,218–1,436 with two, 962–1,220 with four.
+	// One measured best (docs/PERFORMANCE.md, Group commit): at 16 in flight, 1,988–2,152 new
+	// operations/s with one slot, 1,778–1,828 with two (an earlier try: 962–1,220 with four).
 	groupCommitSlots = 1
 	// groupCommitMax bounds a batch (a claim takes 62 parameters, a statement at most 65,535).
 	groupCommitMax = 64
