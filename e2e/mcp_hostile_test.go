@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,10 +241,11 @@ func TestStoppingTheGatewayStopsTheServersChildren(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "grandchild.pid")
+	pgidFile := filepath.Join(dir, "server.pgid")
 	tools := `
 mcp_servers:
   - name: pay
-    command: [sh, -c, 'sleep 300 & echo $! > ` + pidFile + `; exec ` + bin + ` -test.run=^$']
+    command: [sh, -c, 'sleep 300 & echo $! > ` + pidFile + `; read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > ` + pgidFile + `; exec ` + bin + ` -test.run=^$']
     env: {IDEMGATE_MCPTEST_STATE: ` + dir + `}
     tools:
       - upstream: charge
@@ -256,11 +258,67 @@ mcp_servers:
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
 	require.True(t, running(pid), "the server's own child runs")
+	pgid := serversGroup(t, pgidFile)
+	childGroup, ok := procGroup(pid)
+	require.True(t, ok)
+	require.Equal(t, pgid, childGroup, "the server's child is in the server's group")
+	require.GreaterOrEqual(t, len(processGroup(pgid)), 2, "the server and its child run in group %d", pgid)
 
 	start := time.Now()
 	pool.Close()
 	gatewaytest.Eventually(t, 10*time.Second, "the server's child to stop", func() bool { return !running(pid) })
+	gatewaytest.Eventually(t, 10*time.Second, "the server's process group to empty", func() bool { return len(processGroup(pgid)) == 0 })
 	t.Logf("the server and its child stopped within %s", time.Since(start).Round(time.Millisecond))
+}
+
+// serversGroup is the process group the server's shell recorded in file, and requires that it
+// is not the test's own group (so counting its members counts only what the server started).
+func serversGroup(t *testing.T, file string) int {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	pgid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	require.NotEqual(t, syscall.Getpgrp(), pgid, "the server runs in a process group of its own")
+	return pgid
+}
+
+// procGroup reads the process group of pid from /proc/<pid>/stat.
+func procGroup(pid int) (int, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// After the command name in parentheses: state, ppid, pgrp, …
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return 0, false
+	}
+	pgid, err := strconv.Atoi(f[2])
+	return pgid, err == nil
+}
+
+// processGroup lists the live processes (not zombies) of process group pgid, from /proc/*/stat.
+func processGroup(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, ok := procGroup(pid); ok && g == pgid && running(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // running reports whether pid is a live process (not gone, not a zombie waiting to be reaped).
@@ -282,7 +340,9 @@ func TestToolsImportLeavesNoProcessBehind(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "grandchild.pid")
-	cmd := []string{"sh", "-c", "sleep 300 & echo $! > " + pidFile + "; IDEMGATE_MCPTEST_STATE=" + dir + " exec " + bin + " -test.run=^$"}
+	pgidFile := filepath.Join(dir, "server.pgid")
+	cmd := []string{"sh", "-c", "sleep 300 & echo $! > " + pidFile + "; read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > " + pgidFile +
+		"; IDEMGATE_MCPTEST_STATE=" + dir + " exec " + bin + " -test.run=^$"}
 	start := time.Now()
 	f, err := toolsimport.MCP(t.Context(), toolsimport.MCPOptions{Command: cmd, Name: "pay"})
 	require.NoError(t, err)
@@ -293,5 +353,7 @@ func TestToolsImportLeavesNoProcessBehind(t *testing.T) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
 	gatewaytest.Eventually(t, 5*time.Second, "the server's child to stop", func() bool { return !running(pid) })
+	pgid := serversGroup(t, pgidFile)
+	gatewaytest.Eventually(t, 5*time.Second, "the server's process group to empty", func() bool { return len(processGroup(pgid)) == 0 })
 	t.Logf("imported %d tools and stopped the server's process group in %s", len(f.Servers[0].Tools), took.Round(time.Millisecond))
 }

@@ -44,7 +44,8 @@ func (rk runtimeKeys) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestMCPRuntimeKeysOnEveryRevision: params.idempotencyKey names the operation on 2026-07-28
 // (the SDK's own client, which negotiates it) and on 2025-11-25 (raw JSON-RPC): two calls make
 // one effect; an operation_key the model also filled in is not used and refuses nothing; the
-// same key with other arguments is refused as on the JSON API. Both engines.
+// same key with other arguments is refused as on the JSON API. Each leg checks the revision it
+// is on. Both engines.
 func TestMCPRuntimeKeysOnEveryRevision(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
@@ -57,6 +58,7 @@ func TestMCPRuntimeKeysOnEveryRevision(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		t.Logf("negotiated %s", s.InitializeResult().ProtocolVersion)
+		require.Equal(t, "2026-07-28", s.InitializeResult().ProtocolVersion, "the SDK's client negotiates 2026-07-28")
 		first, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "tickets__create",
 			Arguments: map[string]any{"subject": "Printer", "operation_key": "the-model-made-this-up"}})
 		require.NoError(t, err)
@@ -77,13 +79,44 @@ func TestMCPRuntimeKeysOnEveryRevision(t *testing.T) {
 
 		// 2025-11-25, raw.
 		h := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+		rpc := func(body string) map[string]any {
+			t.Helper()
+			r := g.Do(t, http.MethodPost, "/mcp", g.Key, h, body)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &m), "%s", r.Body)
+			require.Nil(t, m["error"], "%s", r.Body)
+			return m["result"].(map[string]any)
+		}
+		init := rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		assert.Equal(t, "2025-11-25", init["protocolVersion"], "the raw leg is on 2025-11-25")
 		call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tickets__create","idempotencyKey":"run-8:call-1",` +
 			`"arguments":{"subject":"Lamp","operation_key":"model-key"}}}`
-		for range 2 {
+		var lamp string
+		for i := range 2 {
 			r := g.Do(t, http.MethodPost, "/mcp", g.Key, h, call)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 			assert.Contains(t, string(r.Body), `\"key\":\"run-8:call-1\"`)
+			// §5a: an operation_key other than params.idempotencyKey is not used and never
+			// makes the call fail, on this revision as on 2026-07-28.
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &m), "%s", r.Body)
+			require.Nil(t, m["error"], "%s", r.Body)
+			res := m["result"].(map[string]any)
+			assert.NotEqual(t, true, res["isError"], "a differing operation_key refuses nothing: %s", r.Body)
+			sc := res["structuredContent"].(map[string]any)
+			assert.Equal(t, "run-8:call-1", sc["key"])
+			if i == 0 {
+				lamp = sc["id"].(string)
+			} else {
+				assert.Equal(t, lamp, sc["id"], "the same key the same operation")
+			}
 		}
+		// The same params.idempotencyKey with other arguments is refused, as on 2026-07-28.
+		mismatch := rpc(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tickets__create","idempotencyKey":"run-8:call-1",` +
+			`"arguments":{"subject":"Desk","operation_key":"model-key"}}}`)
+		assert.Equal(t, true, mismatch["isError"])
+		assert.Equal(t, "idempotency-key-mismatch", mismatch["_meta"].(map[string]any)["idemgate/problem"])
 		assert.Equal(t, 2, g.Sandbox.Committed("tickets"), "one more ticket for two calls")
 		assert.EqualValues(t, 2, g.Count(t))
 	})
@@ -140,5 +173,19 @@ func TestMCPListingAndErrors(t *testing.T) {
 		h["MCP-Protocol-Version"] = "2025-06-18" // before tasks
 		m := rpc(`{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"op_1"}}`)
 		assert.EqualValues(t, -32601, m["error"].(map[string]any)["code"])
+
+		// 2026-07-28: a method not served is still the JSON-RPC error -32601 (§5a), answered
+		// with HTTP 404 as that revision's Streamable HTTP transport says; never a 400 in plain text.
+		for _, method := range []string{"prompts/list", "resources/list", "logging/setLevel", "no/such"} {
+			r := g.Do(t, http.MethodPost, "/mcp", g.Key, map[string]string{"Accept": "application/json, text/event-stream",
+				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method},
+				`{"jsonrpc":"2.0","id":11,"method":"`+method+`","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+			assert.Equal(t, http.StatusNotFound, r.Status, "%s on 2026-07-28: %s", method, r.Body)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &m), "%s on 2026-07-28: a JSON-RPC answer: %s", method, r.Body)
+			require.NotNil(t, m["error"], "%s on 2026-07-28", method)
+			assert.EqualValues(t, -32601, m["error"].(map[string]any)["code"], "%s on 2026-07-28", method)
+			assert.EqualValues(t, 11, m["id"])
+		}
 	})
 }

@@ -187,16 +187,31 @@ func TestMCPTaskOutlivesItsGateway(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		db := testdb.Open(t, d)
-		first := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
 		const v = "2026-07-28"
-		created := result(t, mcpRaw(t, first, first.Key, v, "tools/call", "payments__payout", `{"name":"payments__payout",`+
-			`"arguments":{"order_id":"o-1","amount_cents":900,"currency":"EUR","operation_key":"outlives-1"},`+tasksMeta+`}`))
-		id := created["taskId"].(string)
+		// The first gateway runs in a subtest of its own, so that the harness stops it (its
+		// t.Cleanup: listeners closed, Run's context cancelled, Shutdown) when the subtest
+		// ends, before the second one starts: a restart, not a replica.
+		var first *gatewaytest.Gateway
+		var id string
+		var before map[string]any
+		t.Run("first gateway", func(t *testing.T) {
+			first = gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
+			created := result(t, mcpRaw(t, first, first.Key, v, "tools/call", "payments__payout", `{"name":"payments__payout",`+
+				`"arguments":{"order_id":"o-1","amount_cents":900,"currency":"EUR","operation_key":"outlives-1"},`+tasksMeta+`}`))
+			id = created["taskId"].(string)
+			before = result(t, mcpRaw(t, first, first.Key, v, "tasks/get", id, taskOf(id)))
+			assert.Equal(t, "working", before["status"])
+		})
+		require.NotEmpty(t, id, "the first gateway made a task")
+		_, err := (&http.Client{Timeout: 2 * time.Second}).Get(first.URL + "/mcp")
+		require.Error(t, err, "the first gateway is stopped")
 
 		second := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
 		got := result(t, mcpRaw(t, second, second.Key, v, "tasks/get", id, taskOf(id)))
 		assert.Equal(t, "working", got["status"])
-		_, err := second.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: second.Tenant, OperationID: id,
+		assert.Equal(t, id, got["taskId"])
+		assert.Equal(t, before, got, "the restarted gateway answers tasks/get as the first did")
+		_, err = second.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: second.Tenant, OperationID: id,
 			Actor: "user:rita@example.com", UserID: "rita", Reason: "ok", ExpectedState: models.StateAwaitingApproval}, 1, time.Hour)
 		require.NoError(t, err)
 		gatewaytest.Eventually(t, 15*time.Second, "the payout to complete", func() bool {
