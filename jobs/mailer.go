@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 )
 
@@ -29,7 +30,11 @@ type MailerConfig struct {
 	// smtps://[user@]host:port (TLS from the start). Password is the user's password.
 	SMTP     *url.URL
 	Password string
-	From     string
+	// PasswordFile, when set, holds the password on its first line instead (a {file: PATH}
+	// secret reference): read for every SMTP session, so a rotated mounted secret applies at
+	// once, without a restart.
+	PasswordFile string
+	From         string
 	// Every is how often due emails are looked for (default 1 s); Timeout bounds one message's
 	// exchange with the server (default 30 s); Window is how long one is retried (default 24 h).
 	Every   time.Duration
@@ -70,6 +75,14 @@ func ParseSMTPURL(raw string) (*url.URL, error) {
 		return nil, errors.New("--smtp-url: the password goes in IDEMGATE_SMTP_PASSWORD, never in the URL (a command line is visible to every user of the machine)")
 	}
 	return u, nil
+}
+
+// password is the SMTP user's password: PasswordFile's first line, read now, or Password.
+func (m *Mailer) password() (string, error) {
+	if m.cfg.PasswordFile == "" {
+		return m.cfg.Password, nil
+	}
+	return catalog.Secret{File: m.cfg.PasswordFile}.Resolve(nil)
 }
 
 // Run sends due emails every cfg.Every until ctx ends.
@@ -278,7 +291,11 @@ func (m *Mailer) deliver(ctx context.Context, to string, msg []byte) error {
 		}
 	}
 	if user := u.User.Username(); user != "" {
-		if err := c.Auth(smtp.PlainAuth("", user, m.cfg.Password, u.Hostname())); err != nil {
+		password, err := m.password()
+		if err != nil {
+			return fmt.Errorf("smtp %s: AUTH: %w", addr, err)
+		}
+		if err := c.Auth(smtp.PlainAuth("", user, password, u.Hostname())); err != nil {
 			return fmt.Errorf("smtp %s: AUTH: %w", addr, err)
 		}
 	}

@@ -54,10 +54,12 @@ func mailpit(t *testing.T) (smtpAddr, api string, trust *tls.Config) {
 	certPEM, keyPEM, pool := selfSigned(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600))
+	// Mailpit checks the login against this file, so a wrong password fails the test.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "auth"), []byte(mailpitUser+":"+mailpitPassword+"\n"), 0o600))
 	smtpAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", httpAddr, "--database", filepath.Join(dir, "mail.db"),
 		"--smtp-tls-cert", filepath.Join(dir, "cert.pem"), "--smtp-tls-key", filepath.Join(dir, "key.pem"), "--smtp-require-starttls",
-		"--smtp-auth-accept-any", "--disable-version-check", "--quiet")
+		"--smtp-auth-file", filepath.Join(dir, "auth"), "--disable-version-check", "--quiet")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	api = "http://" + httpAddr
@@ -72,6 +74,9 @@ func mailpit(t *testing.T) (smtpAddr, api string, trust *tls.Config) {
 	}
 	return smtpAddr, api, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
+
+// The SMTP login Mailpit accepts.
+const mailpitUser, mailpitPassword = "idemgate", "mail-password"
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -143,9 +148,12 @@ func messageText(t *testing.T, api, id string) string {
 func TestBrowserEmailToReviewers(t *testing.T) {
 	t.Parallel()
 	smtpAddr, api, trust := mailpit(t)
-	u, err := jobs.ParseSMTPURL("smtp://idemgate@" + smtpAddr)
+	u, err := jobs.ParseSMTPURL("smtp://" + mailpitUser + "@" + smtpAddr)
 	require.NoError(t, err)
-	con := consoletest.Start(t, models.Postgres, consoletest.Options{Mail: &jobs.MailerConfig{SMTP: u, Password: "mail-password",
+	// The password from a mounted secret (--smtp-password-file), read for every session.
+	passwordFile := filepath.Join(t.TempDir(), "smtp-password")
+	require.NoError(t, os.WriteFile(passwordFile, []byte(mailpitPassword+"\n"), 0o600))
+	con := consoletest.Start(t, models.Postgres, consoletest.Options{Mail: &jobs.MailerConfig{SMTP: u, PasswordFile: passwordFile,
 		From: "idemgate <idemgate@example.com>", Every: 50 * time.Millisecond, TLS: trust}})
 	con.Tenant(t, "acme")
 	con.Tenant(t, "globex")

@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/idemgate/idemgate/internal/buildinfo"
 	"log/slog"
 	"net"
 	"net/mail"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/sso"
 	"github.com/idemgate/idemgate/internal/app"
+	"github.com/idemgate/idemgate/internal/buildinfo"
 	"github.com/idemgate/idemgate/internal/gctune"
 	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/jobs"
@@ -43,6 +45,7 @@ type serveFlags struct {
 	allowedOrigins    web.AllowedOrigins
 	publicURL         string
 	smtpURL, smtpFrom string
+	smtpPasswordFile  string
 	mail              *jobs.MailerConfig
 	oidc              sso.Config
 	sso               *sso.Provider // nil: passwords only
@@ -57,7 +60,9 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	fs.StringVar(&f.metricsAddr, "metrics-addr", env.getenv("IDEMGATE_METRICS_ADDR"), "listen address of /metrics (default: not served)")
 	fs.StringVar(&f.toolsFile, "tools", env.getenv("IDEMGATE_TOOLS"), "tools file (default: the built-in demo catalogue)")
 	fs.StringVar(&f.smtpURL, "smtp-url", env.getenv("IDEMGATE_SMTP_URL"),
-		"email reviewers through this SMTP server: smtp://[user@]host:port (STARTTLS when offered) or smtps://…; the password in IDEMGATE_SMTP_PASSWORD")
+		"email reviewers through this SMTP server: smtp://[user@]host:port (STARTTLS when offered) or smtps://…; the password in IDEMGATE_SMTP_PASSWORD or --smtp-password-file")
+	fs.StringVar(&f.smtpPasswordFile, "smtp-password-file", env.getenv("IDEMGATE_SMTP_PASSWORD_FILE"),
+		"file whose first line is the SMTP user's password, read for every session (a mounted secret; instead of IDEMGATE_SMTP_PASSWORD)")
 	fs.StringVar(&f.smtpFrom, "smtp-from", env.getenv("IDEMGATE_SMTP_FROM"), "the From address of reviewers' emails (required with --smtp-url)")
 	fs.StringVar(&f.publicURL, "public-url", env.getenv("IDEMGATE_PUBLIC_URL"),
 		"the console's address as people reach it (https://idemgate.example.com): notifications link to operations under it")
@@ -104,7 +109,10 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 		if _, err := mail.ParseAddress(f.smtpFrom); err != nil {
 			return nil, fmt.Errorf("--smtp-from %q: an address is required with --smtp-url: %v", f.smtpFrom, err)
 		}
-		f.mail = &jobs.MailerConfig{SMTP: u, Password: env.getenv("IDEMGATE_SMTP_PASSWORD"), From: f.smtpFrom}
+		f.mail = &jobs.MailerConfig{SMTP: u, Password: env.getenv("IDEMGATE_SMTP_PASSWORD"), PasswordFile: f.smtpPasswordFile, From: f.smtpFrom}
+		if err := checkSMTPPassword(f.mail); err != nil {
+			return nil, err
+		}
 	}
 	if withHTTP && f.oidc.Enabled() {
 		// The secret comes from the environment only: a command line is visible to every
@@ -336,4 +344,20 @@ func parsePublicURL(raw string) (string, error) {
 		return "", fmt.Errorf("--public-url %q: want the console's address, such as https://idemgate.example.com", raw)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// checkSMTPPassword refuses two sources of the SMTP password, and a password file that cannot be
+// read now: a missing secret stops the gateway at start, as a connection's does, rather than
+// failing every email later.
+func checkSMTPPassword(cfg *jobs.MailerConfig) error {
+	if cfg.PasswordFile == "" {
+		return nil
+	}
+	if cfg.Password != "" {
+		return errors.New("--smtp-password-file and IDEMGATE_SMTP_PASSWORD are both set: give the SMTP password one way")
+	}
+	if _, err := os.ReadFile(cfg.PasswordFile); err != nil {
+		return fmt.Errorf("--smtp-password-file: %w", err)
+	}
+	return nil
 }
