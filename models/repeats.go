@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,11 +18,22 @@ import (
 // trip, and a count in the hot path would cost one. What a process had not written when it
 // died is lost; the count is what the console tells a person, not a record the protocol
 // reads, and the requests themselves are in the access log.
+//
+// Two cadences: the counts of operations not yet settled (in flight, UNKNOWN, waiting for a
+// reviewer) are written every few seconds, since a reviewer deciding one wants to see an agent
+// still asking; those of settled operations, which are history, far less often, or as soon as
+// many are waiting. Replays of settled operations are nearly every repeat under load, spread
+// over many keys: written every 2 s they were one row per distinct operation per 2 s, which
+// cost a replay more than answering it (docs/PERFORMANCE.md).
 
 // maxPendingRepeats bounds the operations a process counts between two writes; beyond it
 // (a flood of distinct keys between two writes) the counts of new ones are dropped and said
 // in the log.
 const maxPendingRepeats = 100_000
+
+// settledRepeatsSoon is how many settled operations' counts may wait for their cadence: with
+// more, they are written at the next tick (about 5 MB of counts).
+const settledRepeatsSoon = 50_000
 
 // Repeats is what was counted of one operation's repeated requests.
 type Repeats struct {
@@ -29,40 +41,49 @@ type Repeats struct {
 	First, Last time.Time
 }
 
-// repeatCount is one operation's repeats: how many, the first and the last (Unix nanoseconds).
+// repeatCount is one operation's repeats: how many, the first and the last (Unix nanoseconds),
+// and whether any came while the operation was not settled.
 type repeatCount struct {
 	tenant          string
 	n               int64
 	firstNS, lastNS int64
+	open            bool
 }
 
 // repeatTally holds the counts not yet written.
 type repeatTally struct {
 	mu      sync.Mutex
 	pending map[string]*repeatCount
+	open    int // entries of pending with open set
 	dropped int64
 }
 
-// add counts n repeats of operation id of tenant, between first and last.
-func (t *repeatTally) add(id, tenant string, n, first, last int64) {
+// add counts d's repeats of operation id.
+func (t *repeatTally) add(id string, d repeatCount) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pending == nil {
 		t.pending = map[string]*repeatCount{}
 	}
-	add := repeatCount{tenant: tenant, n: n, firstNS: first, lastNS: last}
 	c, ok := t.pending[id]
 	switch {
 	case ok:
-		*c = c.plus(add)
+		if d.open && !c.open {
+			t.open++
+		}
+		*c = c.plus(d)
 	case len(t.pending) >= maxPendingRepeats:
-		t.dropped += n
+		t.dropped += d.n
 	default:
-		t.pending[id] = &add
+		if d.open {
+			t.open++
+		}
+		t.pending[id] = &d
 	}
 }
 
-// plus is c and d together: their counts added, the earlier first, the later last.
+// plus is c and d together: their counts added, the earlier first, the later last, open if
+// either is.
 func (c repeatCount) plus(d repeatCount) repeatCount {
 	if c.n == 0 {
 		return d
@@ -70,15 +91,30 @@ func (c repeatCount) plus(d repeatCount) repeatCount {
 	if d.n == 0 {
 		return c
 	}
-	return repeatCount{tenant: c.tenant, n: c.n + d.n, firstNS: min(c.firstNS, d.firstNS), lastNS: max(c.lastNS, d.lastNS)}
+	return repeatCount{tenant: c.tenant, n: c.n + d.n, firstNS: min(c.firstNS, d.firstNS),
+		lastNS: max(c.lastNS, d.lastNS), open: c.open || d.open}
 }
 
-// take empties the tally and returns what it held.
-func (t *repeatTally) take() (map[string]*repeatCount, int64) {
+// take removes and returns the counts to write now: those of open operations, and the
+// settled ones too when settled is true or when too many of them wait.
+func (t *repeatTally) take(settled bool) (map[string]*repeatCount, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out, dropped := t.pending, t.dropped
-	t.pending, t.dropped = nil, 0
+	dropped := t.dropped
+	t.dropped = 0
+	if settled || len(t.pending)-t.open >= settledRepeatsSoon {
+		out := t.pending
+		t.pending, t.open = nil, 0
+		return out, dropped
+	}
+	out := make(map[string]*repeatCount, t.open)
+	for id, c := range t.pending {
+		if c.open {
+			out[id] = c
+			delete(t.pending, id)
+		}
+	}
+	t.open = 0
 	return out, dropped
 }
 
@@ -96,33 +132,42 @@ func (t *repeatTally) peek(id string) (repeatCount, bool) {
 // NoteRepeat counts a request that came again with op's key and params, now.
 func (l *Ledger) NoteRepeat(op *Operation) {
 	at := l.clock().UnixNano()
-	l.repeats.add(op.ID, op.Tenant, 1, at, at)
+	l.repeats.add(op.ID, repeatCount{tenant: op.Tenant, n: 1, firstNS: at, lastNS: at, open: !op.State.Terminal()})
 }
 
-// FlushRepeats writes the counts noted since the last write, one statement per 500
-// operations, adding to what other processes wrote, and says how many requests went uncounted
-// since (maxPendingRepeats). On failure the counts are kept for the next write.
+// FlushRepeats writes every count noted since the last write and says how many requests went
+// uncounted since (maxPendingRepeats). On failure the counts are kept for the next write.
 func (l *Ledger) FlushRepeats(ctx context.Context) (dropped int64, err error) {
-	pending, dropped := l.repeats.take()
+	return l.flushRepeats(ctx, true)
+}
+
+// flushRepeats writes the counts of open operations, and of settled ones too when settled is
+// true (or too many wait): one statement per 500 operations, adding to what other processes
+// wrote.
+func (l *Ledger) flushRepeats(ctx context.Context, settled bool) (dropped int64, err error) {
+	pending, dropped := l.repeats.take(settled)
 	ids := slices.Sorted(maps.Keys(pending)) // one order for every writer: no deadlock between replicas
-	for i, chunk := range slices.Collect(slices.Chunk(ids, 500)) {
-		sql := `INSERT INTO operation_repeats (operation_id, tenant, n, first_ns, last_ns) VALUES `
+	const chunkSize = 500
+	var sql strings.Builder
+	for i := 0; i < len(ids); i += chunkSize {
+		chunk := ids[i:min(i+chunkSize, len(ids))]
+		sql.Reset()
+		sql.WriteString(`INSERT INTO operation_repeats (operation_id, tenant, n, first_ns, last_ns) VALUES `)
 		args := make([]any, 0, 5*len(chunk))
 		for j, id := range chunk {
 			if j > 0 {
-				sql += ", "
+				sql.WriteString(", ")
 			}
 			c := pending[id]
-			sql += "(?, ?, ?, ?, ?)"
+			sql.WriteString("(?, ?, ?, ?, ?)")
 			args = append(args, id, c.tenant, c.n, c.firstNS, c.lastNS)
 		}
-		sql += ` ON CONFLICT (operation_id) DO UPDATE SET n = operation_repeats.n + excluded.n,
+		sql.WriteString(` ON CONFLICT (operation_id) DO UPDATE SET n = operation_repeats.n + excluded.n,
 			first_ns = CASE WHEN excluded.first_ns < operation_repeats.first_ns THEN excluded.first_ns ELSE operation_repeats.first_ns END,
-			last_ns = CASE WHEN excluded.last_ns > operation_repeats.last_ns THEN excluded.last_ns ELSE operation_repeats.last_ns END`
-		if err := l.scope(ctx).Exec(sql, args...).Error; err != nil {
-			for _, id := range ids[i*500:] { // this chunk and the ones after it: kept for the next write
-				c := pending[id]
-				l.repeats.add(id, c.tenant, c.n, c.firstNS, c.lastNS)
+			last_ns = CASE WHEN excluded.last_ns > operation_repeats.last_ns THEN excluded.last_ns ELSE operation_repeats.last_ns END`)
+		if err := l.scope(ctx).Exec(sql.String(), args...).Error; err != nil {
+			for _, id := range ids[i:] { // this chunk and the ones after it: kept for the next write
+				l.repeats.add(id, *pending[id])
 			}
 			return dropped, unavailable("write repeated requests", err)
 		}
@@ -130,10 +175,12 @@ func (l *Ledger) FlushRepeats(ctx context.Context) (dropped int64, err error) {
 	return dropped, nil
 }
 
-// KeepRepeats writes the counted repeats every interval until ctx ends, and once more then.
-func (l *Ledger) KeepRepeats(ctx context.Context, every time.Duration, log *slog.Logger) {
-	flush := func(ctx context.Context) {
-		dropped, err := l.FlushRepeats(ctx)
+// KeepRepeats writes the counts of open operations every open interval and those of settled
+// ones every settled interval (sooner when many wait) until ctx ends, and everything once more
+// then.
+func (l *Ledger) KeepRepeats(ctx context.Context, open, settled time.Duration, log *slog.Logger) {
+	flush := func(ctx context.Context, all bool) {
+		dropped, err := l.flushRepeats(ctx, all)
 		if dropped > 0 {
 			log.Warn("repeated requests not counted: too many operations between two writes", "dropped", dropped)
 		}
@@ -141,17 +188,22 @@ func (l *Ledger) KeepRepeats(ctx context.Context, every time.Duration, log *slog
 			log.Warn("writing the counts of repeated requests; kept for the next write", "err", err)
 		}
 	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(open)
 	defer t.Stop()
+	lastAll := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			flush(final)
+			flush(final, true)
 			return
-		case <-t.C:
-			flush(ctx)
+		case now := <-t.C:
+			all := now.Sub(lastAll) >= settled
+			if all {
+				lastAll = now
+			}
+			flush(ctx, all)
 		}
 	}
 }

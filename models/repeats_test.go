@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -70,5 +71,56 @@ func TestRepeatsAddUpAcrossProcesses(t *testing.T) {
 		other, err := b.RepeatsOf(ctx, models.OnlyTenants("other"), op.ID)
 		require.NoError(t, err)
 		assert.Zero(t, other.N, "another tenant's reviewer is told nothing")
+	})
+}
+
+// The counts of operations still open are written at every tick; those of settled ones wait
+// for their own, longer cadence, and everything is written when the writer stops. The process
+// that answered them shows them at once either way.
+func TestRepeatsOfSettledOperationsWaitForTheirCadence(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		t.Parallel()
+		ctx := context.Background()
+		db := testdb.Open(t, d)
+		a := models.New(models.Config{DB: db, Dialect: d, Key: testdb.Key(t, db)})
+		b := models.New(models.Config{DB: db, Dialect: d, Key: testdb.Key(t, db)})
+		c := agentOf(ctx, t, a)
+		acme := models.OnlyTenants("acme")
+
+		s, err := a.Submit(ctx, newOp(c, "still-open")) // no claim: it waits, not settled
+		require.NoError(t, err)
+		open := s.Op
+		require.False(t, open.State.Terminal())
+		succeededOn(t, a, c, "settled")
+		r, err := replay(t, a, c, "settled")
+		require.NoError(t, err)
+		settled := r.Op
+		require.True(t, settled.State.Terminal())
+
+		a.NoteRepeat(open)
+		a.NoteRepeat(settled)
+		a.NoteRepeat(settled)
+		keep, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.KeepRepeats(keep, 10*time.Millisecond, time.Hour, slog.New(slog.DiscardHandler))
+		}()
+		require.Eventually(t, func() bool {
+			got, err := b.RepeatsOf(ctx, acme, open.ID)
+			return err == nil && got.N == 1
+		}, 10*time.Second, 10*time.Millisecond, "the open operation's count is written at a tick")
+		got, err := b.RepeatsOf(ctx, acme, settled.ID)
+		require.NoError(t, err)
+		assert.Zero(t, got.N, "the settled operation's count waits for its cadence")
+		got, err = a.RepeatsOf(ctx, acme, settled.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), got.N, "the process that counted them shows them meanwhile")
+
+		stop()
+		<-done
+		got, err = b.RepeatsOf(ctx, acme, settled.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), got.N, "written when the writer stops")
 	})
 }

@@ -255,13 +255,19 @@ func (a *App) Run(ctx context.Context) {
 	if a.cfg.ListenDSN != "" {
 		run(func(ctx context.Context) { a.Ledger.Listen(ctx, a.cfg.ListenDSN, a.log) })
 	}
-	run(func(ctx context.Context) { a.Ledger.KeepRepeats(ctx, repeatsEvery, a.log) })
+	run(func(ctx context.Context) { a.Ledger.KeepRepeats(ctx, repeatsEvery, settledRepeatsEvery, a.log) })
 	wg.Wait()
 }
 
-// repeatsEvery is how often the counts of repeated requests are written (models.Repeats): a
-// reviewer sees an agent's retries on the operation page within that.
-const repeatsEvery = 2 * time.Second
+// repeatsEvery is how often the counts of repeated requests of operations not yet settled are
+// written (models.Repeats): a reviewer deciding one sees an agent's retries on its page within
+// that. settledRepeatsEvery is the same for settled operations, whose repeats are history and,
+// under load, nearly every replay: written this rarely they cost a write per operation per 30 s
+// instead of per 2 s. (The process that answered a repeat shows it at once either way.)
+const (
+	repeatsEvery        = 2 * time.Second
+	settledRepeatsEvery = 30 * time.Second
+)
 
 // Shutdown lets the attempts in flight finish and record their outcomes, until ctx ends, and
 // writes the repeated requests counted since Run stopped. Call it after Run has returned and
