@@ -77,12 +77,13 @@ func ParseSMTPURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// password is the SMTP user's password: PasswordFile's first line, read now, or Password.
-func (m *Mailer) password() (string, error) {
-	if m.cfg.PasswordFile == "" {
-		return m.cfg.Password, nil
+// SMTPPassword is the SMTP user's password: PasswordFile's first line, read now, or Password.
+// serve calls it once at start, so that a file it cannot read stops it there.
+func (c *MailerConfig) SMTPPassword() (string, error) {
+	if c.PasswordFile == "" {
+		return c.Password, nil
 	}
-	return catalog.Secret{File: m.cfg.PasswordFile}.Resolve(nil)
+	return catalog.Secret{File: c.PasswordFile}.Resolve(nil)
 }
 
 // Run sends due emails every cfg.Every until ctx ends.
@@ -291,7 +292,7 @@ func (m *Mailer) deliver(ctx context.Context, to string, msg []byte) error {
 		}
 	}
 	if user := u.User.Username(); user != "" {
-		password, err := m.password()
+		password, err := m.cfg.SMTPPassword()
 		if err != nil {
 			return fmt.Errorf("smtp %s: AUTH: %w", addr, err)
 		}

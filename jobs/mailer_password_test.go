@@ -15,21 +15,21 @@ import (
 func TestMailerPasswordFromFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "smtp-password")
 	require.NoError(t, os.WriteFile(file, []byte("first\nignored\n"), 0o600))
-	m := NewMailer(MailerConfig{PasswordFile: file, Password: "not this"})
-	got, err := m.password()
+	cfg := &MailerConfig{PasswordFile: file, Password: "not this"}
+	got, err := cfg.SMTPPassword()
 	require.NoError(t, err)
 	assert.Equal(t, "first", got)
 
 	require.NoError(t, os.WriteFile(file, []byte("rotated\r\n"), 0o600))
-	got, err = m.password()
+	got, err = cfg.SMTPPassword()
 	require.NoError(t, err)
 	assert.Equal(t, "rotated", got, "read again, not kept from the first session")
 
 	require.NoError(t, os.Remove(file))
-	_, err = m.password()
+	_, err = cfg.SMTPPassword()
 	assert.ErrorContains(t, err, file)
 
-	got, err = NewMailer(MailerConfig{Password: "from the environment"}).password()
+	got, err = (&MailerConfig{Password: "from the environment"}).SMTPPassword()
 	require.NoError(t, err)
 	assert.Equal(t, "from the environment", got)
 }

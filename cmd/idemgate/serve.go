@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/mail"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -356,7 +355,7 @@ func checkSMTPPassword(cfg *jobs.MailerConfig) error {
 	if cfg.Password != "" {
 		return errors.New("--smtp-password-file and IDEMGATE_SMTP_PASSWORD are both set: give the SMTP password one way")
 	}
-	if _, err := os.ReadFile(cfg.PasswordFile); err != nil {
+	if _, err := cfg.SMTPPassword(); err != nil {
 		return fmt.Errorf("--smtp-password-file: %w", err)
 	}
 	return nil
