@@ -50,36 +50,42 @@ type repeatCount struct {
 	open            bool
 }
 
-// repeatTally holds the counts not yet written.
+// repeatTally holds the counts not yet written, those of open operations apart from those of
+// settled ones, so that a tick takes the open ones without looking at the others. An operation
+// is in one of the two at most: asked again while open, it is open.
 type repeatTally struct {
-	mu      sync.Mutex
-	pending map[string]*repeatCount
-	open    int // entries of pending with open set
-	dropped int64
+	mu            sync.Mutex
+	open, settled map[string]*repeatCount
+	dropped       int64
 }
 
 // add counts d's repeats of operation id.
 func (t *repeatTally) add(id string, d repeatCount) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.pending == nil {
-		t.pending = map[string]*repeatCount{}
-	}
-	c, ok := t.pending[id]
-	switch {
-	case ok:
-		if d.open && !c.open {
-			t.open++
-		}
+	if c, ok := t.open[id]; ok {
 		*c = c.plus(d)
-	case len(t.pending) >= maxPendingRepeats:
-		t.dropped += d.n
-	default:
-		if d.open {
-			t.open++
-		}
-		t.pending[id] = &d
+		return
 	}
+	if c, ok := t.settled[id]; ok {
+		if !d.open {
+			*c = c.plus(d)
+			return
+		}
+		delete(t.settled, id)
+		d = c.plus(d)
+	} else if len(t.open)+len(t.settled) >= maxPendingRepeats {
+		t.dropped += d.n
+		return
+	}
+	into := &t.settled
+	if d.open {
+		into = &t.open
+	}
+	if *into == nil {
+		*into = map[string]*repeatCount{}
+	}
+	(*into)[id] = &d
 }
 
 // plus is c and d together: their counts added, the earlier first, the later last, open if
@@ -100,21 +106,16 @@ func (c repeatCount) plus(d repeatCount) repeatCount {
 func (t *repeatTally) take(settled bool) (map[string]*repeatCount, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	dropped := t.dropped
-	t.dropped = 0
-	if settled || len(t.pending)-t.open >= settledRepeatsSoon {
-		out := t.pending
-		t.pending, t.open = nil, 0
-		return out, dropped
-	}
-	out := make(map[string]*repeatCount, t.open)
-	for id, c := range t.pending {
-		if c.open {
-			out[id] = c
-			delete(t.pending, id)
+	out, dropped := t.open, t.dropped
+	t.open, t.dropped = nil, 0
+	if settled || len(t.settled) >= settledRepeatsSoon {
+		if out == nil {
+			out = t.settled
+		} else {
+			maps.Copy(out, t.settled) // no id is in both
 		}
+		t.settled = nil
 	}
-	t.open = 0
 	return out, dropped
 }
 
@@ -122,7 +123,10 @@ func (t *repeatTally) take(settled bool) (map[string]*repeatCount, int64) {
 func (t *repeatTally) peek(id string) (repeatCount, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c, ok := t.pending[id]
+	c, ok := t.open[id]
+	if !ok {
+		c, ok = t.settled[id]
+	}
 	if !ok {
 		return repeatCount{}, false
 	}

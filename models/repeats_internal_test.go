@@ -23,10 +23,18 @@ func TestRepeatTallyTakesOpenCountsFirst(t *testing.T) {
 	got, _ = tally.take(true)
 	assert.Equal(t, map[string]*repeatCount{"settled": {tenant: "acme", n: 1, firstNS: 2, lastNS: 2}}, got)
 
+	// Counted settled first, then as open (two requests racing: one read the operation before it
+	// settled, the other after, and the later read was noted first): it moves to the open counts.
+	tally.add("moved", repeatCount{tenant: "acme", n: 1, firstNS: 3, lastNS: 3})
+	tally.add("moved", repeatCount{tenant: "acme", n: 1, firstNS: 4, lastNS: 4, open: true})
+	got, _ = tally.take(false)
+	assert.Equal(t, map[string]*repeatCount{"moved": {tenant: "acme", n: 2, firstNS: 3, lastNS: 4, open: true}}, got)
+	assert.Empty(t, tally.settled)
+
 	for i := range settledRepeatsSoon {
 		tally.add(fmt.Sprint(i), repeatCount{tenant: "acme", n: 1})
 	}
 	got, _ = tally.take(false)
 	assert.Len(t, got, settledRepeatsSoon, "too many settled counts waiting: written at the next tick")
-	assert.Empty(t, tally.pending)
+	assert.Empty(t, tally.settled)
 }
