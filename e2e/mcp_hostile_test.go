@@ -283,23 +283,29 @@ func serversGroup(t *testing.T, file string) int {
 	return pgid
 }
 
-// procGroup reads the process group of pid from /proc/<pid>/stat.
-func procGroup(pid int) (int, bool) {
+// procStat reads pid's state and process group from /proc/<pid>/stat: after the command name
+// in parentheses come state, ppid, pgrp, … ("123 (sleep) S 1 123 …").
+func procStat(pid int) (state byte, pgid int, ok bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	// After the command name in parentheses: state, ppid, pgrp, …
 	i := strings.LastIndexByte(string(stat), ')')
 	if i < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 3 {
-		return 0, false
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
 	}
-	pgid, err := strconv.Atoi(f[2])
-	return pgid, err == nil
+	pgid, err = strconv.Atoi(f[2])
+	return f[0][0], pgid, err == nil
+}
+
+// procGroup is the process group of pid.
+func procGroup(pid int) (int, bool) {
+	_, pgid, ok := procStat(pid)
+	return pgid, ok
 }
 
 // processGroup lists the live processes (not zombies) of process group pgid, from /proc/*/stat.
@@ -314,7 +320,7 @@ func processGroup(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		if g, ok := procGroup(pid); ok && g == pgid && running(pid) {
+		if state, g, ok := procStat(pid); ok && g == pgid && alive(state) {
 			pids = append(pids, pid)
 		}
 	}
@@ -323,14 +329,12 @@ func processGroup(pgid int) []int {
 
 // running reports whether pid is a live process (not gone, not a zombie waiting to be reaped).
 func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses: "123 (sleep) S …".
-	i := strings.LastIndexByte(string(stat), ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+	state, _, ok := procStat(pid)
+	return ok && alive(state)
 }
+
+// alive says whether a process in this state runs: not a zombie waiting to be reaped, not dead.
+func alive(state byte) bool { return state != 'Z' && state != 'X' }
 
 // TestToolsImportLeavesNoProcessBehind: tools import --mcp-command starts the server, lists its
 // tools and stops it with everything it started, promptly.
