@@ -412,54 +412,29 @@ func dialectSQL(d Dialect, sql string) string {
 		"{{concurrently}}", "").Replace(sql)
 }
 
-// migrateLockID is the PostgreSQL advisory lock that serialises migrations across replicas.
-const migrateLockID = 0x1de36a7e
-
 // Migrate applies every pending step: the ordinary ones in one transaction per run of them, an
 // index step alone (built CONCURRENTLY on PostgreSQL). Replicas that start at once queue on an
-// advisory lock (PostgreSQL) or the database write lock (SQLite); the later ones find nothing left
-// to do.
+// advisory lock held by a transaction of its own (PostgreSQL: see migrateLock) or on the database
+// write lock (SQLite); the later ones find nothing left to do.
 func Migrate(ctx context.Context, db *gorm.DB, d Dialect) error {
-	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		if d == Postgres {
-			unlock, err := migrateLock(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer unlock()
+	db = db.WithContext(ctx)
+	if d == Postgres {
+		unlock, err := migrateLock(ctx, db)
+		if err != nil {
+			return fmt.Errorf("ledger: migrate: %w", err)
 		}
-		for {
-			next, err := migrateBatch(conn, d)
-			if err != nil || next == nil {
-				return err
-			}
-			if err := buildIndex(conn, *next); err != nil {
-				return err
-			}
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
+		defer unlock()
 	}
-	return nil
-}
-
-// migrateLock takes the migration lock for conn's session. It asks without waiting, again and
-// again: a session blocked on the lock would hold a snapshot, which a concurrent index build
-// of the session holding it waits for: each would wait for the other.
-func migrateLock(ctx context.Context, conn *gorm.DB) (unlock func(), err error) {
 	for {
-		var got bool
-		if err := conn.Raw("SELECT pg_try_advisory_lock(?)", migrateLockID).Scan(&got).Error; err != nil {
-			return nil, fmt.Errorf("lock: %w", err)
+		next, err := migrateBatch(db, d)
+		if err == nil && next != nil {
+			err = buildIndex(db, *next)
 		}
-		if got {
-			return func() { conn.Exec("SELECT pg_advisory_unlock(?)", migrateLockID) }, nil
+		if err != nil {
+			return fmt.Errorf("ledger: migrate: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("lock: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		if next == nil {
+			return nil
 		}
 	}
 }

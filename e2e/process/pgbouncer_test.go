@@ -278,3 +278,61 @@ func (h *hookReceiver) succeeded() map[string]int {
 	}
 	return out
 }
+
+// A new ledger provisioned through PgBouncer with the URL the docs prescribe, as an operator
+// does: `migrate` (three at once, as replicas starting together run it, then once more with
+// nothing to do), `tenant create` and `apikey create`, every one through the pooler. The
+// migration's lock must be free afterwards on every server session PgBouncer holds: a lock
+// left on a pooled session would stop the next migration through any other.
+func TestPgBouncerMigrateTenantAndAPIKey(t *testing.T) {
+	admin := testdb.AdminDSN()
+	if admin == "off" {
+		t.Skipf("%s=off: PostgreSQL tests skipped", testdb.PostgresEnv)
+	}
+	direct := newDatabase(t, admin)
+	host, port := proctest.HostPort(admin)
+	b, err := proctest.NewPgBouncer(t, host, port)
+	needProgram(t, "PgBouncer", err)
+	u, _ := url.Parse(direct)
+	env := proctest.Env{Bin: bin, DSN: b.DSN(strings.TrimPrefix(u.Path, "/"))}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("PgBouncer's log:\n%s", tailLines(b.Log(), 40))
+		}
+	})
+
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	errs := make([]error, 3)
+	for i := range outs {
+		wg.Go(func() {
+			var stderr string
+			outs[i], stderr, errs[i] = env.RunErr("migrate")
+			outs[i] += stderr
+		})
+	}
+	wg.Wait()
+	for i := range outs {
+		require.NoError(t, errs[i], "migrate %d through PgBouncer:\n%s", i+1, outs[i])
+	}
+	for _, args := range [][]string{{"migrate"}, {"tenant", "create", "acme"}, {"apikey", "create", "--tenant", "acme", "--principal", "agent"}} {
+		out, stderr, err := env.RunErr(args...)
+		require.NoError(t, err, "idemgate %s through PgBouncer:\n%s%s", strings.Join(args, " "), out, stderr)
+		for _, code := range []string{"SQLSTATE 42P05", "SQLSTATE 26000", "prepared statement"} {
+			assert.NotContains(t, out+stderr, code, "idemgate %s", strings.Join(args, " "))
+		}
+		if args[0] == "apikey" {
+			assert.Contains(t, out, "idg_", "apikey create printed no key")
+		}
+	}
+
+	db, _, err := models.Open(context.Background(), direct)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	var version, advisory int
+	require.NoError(t, db.Raw("SELECT MAX(version) FROM schema_migrations").Scan(&version).Error)
+	assert.Equal(t, models.SchemaVersion(), version)
+	require.NoError(t, db.Raw("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = current_database()").Scan(&advisory).Error)
+	assert.Zero(t, advisory, "advisory locks left on the server's sessions after the commands ended")
+}
