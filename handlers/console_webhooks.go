@@ -59,8 +59,15 @@ func (h *Console) Webhooks(c echo.Context) error {
 		}
 	}
 	for _, s := range subs {
-		p.Subscriptions = append(p.Subscriptions, views.WebhookRow{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Events: s.Events, Format: s.Format,
-			AllowPrivate: s.AllowPrivate, Created: views.NewTime(s.CreatedAt, now)})
+		row := views.WebhookRow{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Events: s.Events, Format: s.Format,
+			AllowPrivate: s.AllowPrivate, Created: views.NewTime(s.CreatedAt, now)}
+		switch {
+		case s.RoutingKeyHint != nil:
+			row.RoutingKey = *s.RoutingKeyHint
+		case s.RoutingKey != nil:
+			row.RoutingKey = "read from " + *s.RoutingKey
+		}
+		p.Subscriptions = append(p.Subscriptions, row)
 	}
 	for _, r := range rows {
 		d := deliveryView(r, attempts[r.ID], now)

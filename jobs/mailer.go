@@ -192,7 +192,7 @@ func composeDigest(from string, batch []models.Email, msgs []message) []byte {
 	line(title + ", in the hour's digest you chose.")
 	for i, m := range msgs {
 		line("")
-		line(fmt.Sprintf("%d. %s", i+1, m.Title))
+		line(fmt.Sprintf("%d. %s", i+1, m.titled()))
 		if m.Why != "" {
 			line("   Why a person is needed: " + m.Why)
 		}
@@ -233,16 +233,21 @@ func writeHeaders(b *strings.Builder, from, to, subject, id string, date time.Ti
 func composeEmail(from string, e models.Email, m message) []byte {
 	sum := sha256.Sum256([]byte(e.ReviewID + "\x00" + e.Event + "\x00" + e.Recipient))
 	var b strings.Builder
-	writeHeaders(&b, from, e.Recipient, m.Title, hex.EncodeToString(sum[:16]), e.CreatedAt)
+	writeHeaders(&b, from, e.Recipient, m.titled(), hex.EncodeToString(sum[:16]), e.CreatedAt)
 	line := func(s string) { b.WriteString(strings.ReplaceAll(s, "\n", "\r\n") + "\r\n") }
 	line(m.Title)
+	if m.Summary != "" {
+		// The agent's words, quoted on a line that starts with idemgate's own: never a line of
+		// their own, so never a fake "Open it:" or a lone ".".
+		line("What the agent asked: \u201c" + m.Summary + "\u201d")
+	}
 	line("")
 	if m.Why != "" {
 		line("Why a person is needed: " + m.Why)
 		line("")
 	}
 	for _, f := range m.Facts {
-		line(f[0] + ": " + f[1])
+		line(f[0] + ": " + agentText(f[1]))
 	}
 	line("")
 	if m.Link != "" {

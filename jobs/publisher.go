@@ -45,8 +45,10 @@ type PublisherConfig struct {
 	Now      func() time.Time
 	Jitter   func() float64 // uniform in [0, 1); nil: math/rand/v2
 	Log      *slog.Logger
-	// Getenv reads the environment for env: routing keys (nil: os.Getenv).
-	Getenv func(string) string
+	// Getenv reads the environment for env: routing keys (nil: os.Getenv); SecretRefs is
+	// what the operator set aside for routing key references (the zero value: nothing).
+	Getenv     func(string) string
+	SecretRefs models.SecretRefPolicy
 }
 
 func (c *PublisherConfig) defaults() {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/idemgate/idemgate/models"
 )
@@ -47,8 +49,14 @@ type standardBody struct {
 }
 
 // message is a notification in words: a headline, what is asked of a person, facts, a link.
+//
+// Title and Why are idemgate's own words. Summary and the facts' values come from the agent (the
+// summary is written from its params, the key is its own): every format shows them as quoted
+// data on one line, never as markup or lines of the message, so an agent cannot write a link, a
+// mention or an instruction that reads as idemgate's (agentText, and each format's quoting).
 type message struct {
 	Title    string
+	Summary  string
 	Why      string
 	Facts    [][2]string
 	Link     string
@@ -85,19 +93,17 @@ func readMessage(body []byte) (message, error) {
 	if m.Title == "" {
 		m.Title = b.Type
 	}
-	if b.Summary != "" {
-		m.Title += ": " + b.Summary
-	}
+	m.Summary = agentText(b.Summary)
 	if b.Links != nil {
 		m.Link = b.Links.Console
 	}
 	if b.Type == models.WebhookTest {
-		m.Why = b.Summary
+		m.Why, m.Summary = b.Summary, ""
 		return m, nil
 	}
 	reason := ""
 	if op := b.Data.Operation; op != nil {
-		m.Facts = append(m.Facts, [2]string{"Operation", op.Key}, [2]string{"Tool", op.Tool}, [2]string{"State", op.State})
+		m.Facts = append(m.Facts, [2]string{"Operation", agentText(op.Key)}, [2]string{"Tool", op.Tool}, [2]string{"State", op.State})
 		if op.Review != nil {
 			m.ReviewID, reason = op.Review.ID, op.Review.Reason
 		}
@@ -116,10 +122,35 @@ func readMessage(body []byte) (message, error) {
 	return m, nil
 }
 
+// agentText is text an agent wrote, made one line: line breaks (of any kind) and other control
+// characters become spaces, so that it can never start a line of its own in any format.
+func agentText(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\u0085'
+	}), " ")
+}
+
+// titled is the headline with the agent's summary after it in quotes, in plain text.
+func (m message) titled() string {
+	if m.Summary == "" {
+		return m.Title
+	}
+	return m.Title + ": \u201c" + m.Summary + "\u201d"
+}
+
 // slackBody is a Block Kit message (Slack and Mattermost incoming webhooks): text for
 // notifications, a section with the headline and why, the facts, and a button to the console.
+// The agent's text is an inline code span in both (slackCode): neither Slack's mrkdwn nor
+// Mattermost's Markdown makes a link, a mention or emphasis inside one.
 func slackBody(m message) ([]byte, error) {
+	headline := slackEscape(m.Title)
+	if m.Summary != "" {
+		headline += ": " + slackCode(m.Summary)
+	}
 	text := "*" + slackEscape(m.Title) + "*"
+	if m.Summary != "" {
+		text += "\n" + slackCode(m.Summary)
+	}
 	if m.Why != "" {
 		text += "\n" + slackEscape(m.Why)
 	}
@@ -127,7 +158,7 @@ func slackBody(m message) ([]byte, error) {
 	if len(m.Facts) > 0 {
 		var fields []map[string]any
 		for _, f := range m.Facts[:min(len(m.Facts), 10)] {
-			fields = append(fields, map[string]any{"type": "mrkdwn", "text": cutText("*"+f[0]+"*\n"+slackEscape(f[1]), 2000)})
+			fields = append(fields, map[string]any{"type": "mrkdwn", "text": cutText("*"+f[0]+"*\n"+slackCode(f[1]), 2000)})
 		}
 		blocks = append(blocks, map[string]any{"type": "section", "fields": fields})
 	}
@@ -135,27 +166,38 @@ func slackBody(m message) ([]byte, error) {
 		blocks = append(blocks, map[string]any{"type": "actions", "elements": []map[string]any{{
 			"type": "button", "text": map[string]any{"type": "plain_text", "text": "Open in idemgate"}, "url": m.Link}}})
 	}
-	return json.Marshal(map[string]any{"text": cutText(m.Title, 3000), "blocks": blocks})
+	return json.Marshal(map[string]any{"text": cutText(headline, 3000), "blocks": blocks})
 }
 
-// slackEscape escapes what mrkdwn reads as markup: &, < and >.
+// slackEscape escapes what mrkdwn reads as markup: &, < and > (a link, a mention, <!channel>).
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
+// slackCode quotes agent text as an inline code span: escaped as mrkdwn needs, a backtick
+// (which would close the span) replaced by a look-alike, and one line (agentText).
+func slackCode(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + slackEscape(strings.ReplaceAll(agentText(s), "`", "\u02cb")) + "`"
+}
+
 // teamsBody is an Adaptive Card in a message attachment (Teams workflows and incoming
-// webhooks): the headline, why, the facts, and an action opening the console.
+// webhooks): the headline, why, the facts, and an action opening the console. The agent's text
+// is a TextRun of a RichTextBlock, which Adaptive Cards never read as Markdown (a TextBlock and
+// a FactSet's values are), in a monospace font: quoted data, never a link.
 func teamsBody(m message) ([]byte, error) {
 	body := []map[string]any{{"type": "TextBlock", "text": m.Title, "weight": "Bolder", "size": "Medium", "wrap": true}}
+	if m.Summary != "" {
+		body = append(body, map[string]any{"type": "RichTextBlock", "inlines": []map[string]any{teamsData(m.Summary)}})
+	}
 	if m.Why != "" {
 		body = append(body, map[string]any{"type": "TextBlock", "text": m.Why, "wrap": true})
 	}
-	if len(m.Facts) > 0 {
-		var facts []map[string]any
-		for _, f := range m.Facts {
-			facts = append(facts, map[string]any{"title": f[0], "value": f[1]})
-		}
-		body = append(body, map[string]any{"type": "FactSet", "facts": facts})
+	for _, f := range m.Facts {
+		body = append(body, map[string]any{"type": "RichTextBlock", "spacing": "Small", "inlines": []map[string]any{
+			{"type": "TextRun", "text": f[0] + ": ", "weight": "Bolder"}, teamsData(f[1])}})
 	}
 	card := map[string]any{"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard",
 		"version": "1.4", "body": body}
@@ -164,6 +206,11 @@ func teamsBody(m message) ([]byte, error) {
 	}
 	return json.Marshal(map[string]any{"type": "message", "attachments": []map[string]any{{
 		"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": nil, "content": card}}})
+}
+
+// teamsData is agent text as a plain-text run.
+func teamsData(s string) map[string]any {
+	return map[string]any{"type": "TextRun", "text": agentText(s), "fontType": "Monospace"}
 }
 
 // errNothingToSend is a delivery whose format has nothing to say about its event: it ends
@@ -195,7 +242,7 @@ func pagerDutyBody(m message, event, routingKey string) ([]byte, error) {
 		severity = "error"
 	}
 	ev["event_action"] = "trigger"
-	ev["payload"] = map[string]any{"summary": cutText(m.Title, 1024), "source": "idemgate", "severity": severity,
+	ev["payload"] = map[string]any{"summary": cutText(m.titled(), 1024), "source": "idemgate", "severity": severity,
 		"component": "reviews", "custom_details": details}
 	if m.Link != "" {
 		ev["links"] = []map[string]any{{"href": m.Link, "text": "Open in idemgate"}}
@@ -241,24 +288,41 @@ func (p *Publisher) formatted(ctx context.Context, c models.ClaimedDelivery) ([]
 	return nil, fmt.Errorf("unknown format %q", c.Format)
 }
 
-// errNoRoutingKey is a PagerDuty routing key its reference does not give.
+// errNoRoutingKey is a PagerDuty routing key that could not be had.
 var errNoRoutingKey = errors.New("the routing key is not available")
 
-// routingKey reads the PagerDuty routing key c's reference names: the publishing process's
-// environment, a file (read now, so a rotated one applies at once), or the tenant's secret.
+// maxRoutingKeyFile bounds what is read of a routing key's file: one short line is wanted.
+const maxRoutingKeyFile = 4 << 10
+
+// routingKey returns the PagerDuty routing key of c: its sealed value, opened by the ledger, or
+// what its reference names: the publishing process's environment, a file (read now, so a
+// rotated one applies at once) or the tenant's secret. A reference is checked against the
+// operator's policy every time, whoever stored it: nothing the operator did not set aside for
+// notifications is ever read for one.
 func (p *Publisher) routingKey(ctx context.Context, c models.ClaimedDelivery) (string, error) {
-	kind, name, err := models.ParseSecretRef(c.RoutingKey)
+	if c.RoutingKeyErr != nil {
+		return "", fmt.Errorf("%w: %v", errNoRoutingKey, c.RoutingKeyErr)
+	}
+	if c.RoutingKeyValue != "" {
+		return c.RoutingKeyValue, nil
+	}
+	kind, name, err := p.cfg.SecretRefs.Check(c.RoutingKey)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", errNoRoutingKey, err)
 	}
 	var v string
 	switch kind {
 	case "env":
 		v = p.cfg.Getenv(name)
 	case "file":
-		data, err := os.ReadFile(name)
+		f, err := os.Open(name)
 		if err != nil {
 			return "", fmt.Errorf("%w: file:%s: %v", errNoRoutingKey, name, errors.Unwrap(err))
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxRoutingKeyFile))
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("%w: file:%s: %v", errNoRoutingKey, name, err)
 		}
 		v, _, _ = strings.Cut(strings.TrimRight(string(data), "\r\n"), "\n")
 	case "tenant":

@@ -68,7 +68,7 @@ func TestChatAndPagerFormats(t *testing.T) {
 		for _, f := range []string{models.WebhookFormatSlack, models.WebhookFormatTeams, models.WebhookFormatPagerDuty} {
 			in := models.NewWebhook{Tenant: "acme", URL: srv.URL + "/" + f, Events: events, AllowPrivate: true, Format: f}
 			if f == models.WebhookFormatPagerDuty {
-				in.RoutingKey = "env:PD_ROUTING_KEY"
+				in.RoutingKeyRef, in.RefPolicy = "env:IDEMGATE_WEBHOOK_PAGERDUTY", models.SecretRefPolicy{EnvPrefix: models.DefaultNotifyEnvPrefix}
 			}
 			w, err := l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, in)
 			require.NoError(t, err)
@@ -76,11 +76,11 @@ func TestChatAndPagerFormats(t *testing.T) {
 		}
 		_, err = l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
 			URL: srv.URL + "/pd", Events: []string{models.WebhookOperationSucceeded}, AllowPrivate: true, Format: models.WebhookFormatPagerDuty,
-			RoutingKey: "env:X"})
+			RoutingKey: "R0UT1NGK3Y"})
 		assert.Error(t, err, "PagerDuty takes only the events that open and close an incident")
 		_, err = l.CreateWebhook(ctx, models.AllTenants(), models.Requester{Actor: "cli"}, models.NewWebhook{Tenant: "acme",
 			URL: srv.URL + "/pd", Events: events, AllowPrivate: true, Format: models.WebhookFormatPagerDuty, RoutingKey: "R0UT1NGK3Y"})
-		assert.Error(t, err, "a routing key is a reference, never the key")
+		assert.ErrorContains(t, err, "IDEMGATE_DATA_KEY", "a routing key's value is sealed under the data key, never kept in clear")
 
 		s, err := l.Submit(ctx, models.NewOperation{Tenant: "acme", PrincipalID: "prn", APIKeyID: "key", Key: "order-1044:refund",
 			Tool: "refunds.issue", Fingerprint: "sha256:1044", Actor: "api:agent",
@@ -100,8 +100,9 @@ func TestChatAndPagerFormats(t *testing.T) {
 
 		w := &world{ledger: l}
 		pub := w.publisher("p1", clock.Now, func(c *jobs.PublisherConfig) {
+			c.SecretRefs = models.SecretRefPolicy{EnvPrefix: models.DefaultNotifyEnvPrefix}
 			c.Getenv = func(name string) string {
-				if name == "PD_ROUTING_KEY" {
+				if name == "IDEMGATE_WEBHOOK_PAGERDUTY" {
 					return "routing-key-of-acme"
 				}
 				return ""
@@ -149,7 +150,9 @@ func TestChatAndPagerFormats(t *testing.T) {
 			assert.Equal(t, "http://adaptivecards.io/schemas/adaptive-card.json", card["$schema"])
 			body := card["body"].([]any)
 			assert.Equal(t, "TextBlock", body[0].(map[string]any)["type"])
-			assert.Contains(t, body[0].(map[string]any)["text"], "42.00 EUR to order 1044")
+			summary := body[1].(map[string]any)
+			assert.Equal(t, "RichTextBlock", summary["type"], "the agent's summary, as plain text")
+			assert.Equal(t, "42.00 EUR to order 1044", summary["inlines"].([]any)[0].(map[string]any)["text"])
 			action := card["actions"].([]any)[0].(map[string]any)
 			assert.Equal(t, "Action.OpenUrl", action["type"])
 			assert.Equal(t, link, action["url"])

@@ -240,17 +240,33 @@ type outcomeAnswer struct {
 }
 
 // outcomeBatch writes the outcomes of reqs in one statement, each only where its operation is
-// still RUNNING on its fence with its attempt open (both rows locked first, in the order of
-// the operations' ids, which is the order every writer locks an operation before its
-// attempt) and its tenant has no live webhook subscription. It answers which it wrote.
+// still RUNNING on its fence with its own attempt open (both rows locked first, in the order of
+// the operations' ids, which is the order every writer locks an operation before its attempt)
+// and its tenant has no live webhook subscription. It answers which it wrote, by attempt.
+//
+// One operation has at most one member in a batch: a second outcome of it (a reaped attempt's
+// late one beside its retry's) is answered "not written" at once and so decided alone, by the
+// compare-and-set a lone outcome runs. Every join below is also by the member's own attempt, so
+// no member is written, or answered, on the strength of another's row.
 func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outcomeAnswer) {
-	s := newStatement(len(reqs) * 40)
+	members := make([]int, 0, len(reqs))
+	seen := make(map[string]bool, len(reqs))
+	for i, f := range reqs {
+		if seen[f.next.ID] {
+			out[i] = outcomeAnswer{} // not written: decided alone
+			continue
+		}
+		seen[f.next.ID] = true
+		members = append(members, i)
+	}
+	s := newStatement(len(members) * 40)
 	s.WriteString("WITH v (id, fence, attempt_id, state, updated_at, completed_at, result, downstream_ref, downstream_status, " +
 		"error_class, error_message, ambiguous, upstream_result, finished_at, class, latency_ms, a_status, a_error, trace_id) AS (VALUES ")
-	for n, f := range reqs {
+	for n, i := range members {
 		if n > 0 {
 			s.WriteString(", ")
 		}
+		f := reqs[i]
 		o, c := &f.next, f.closing
 		s.typedRow(outcomeTypes, o.ID, f.change.fence, c.id, o.State, o.UpdatedAt, o.CompletedAt, o.Result, o.DownstreamRef, o.DownstreamStatus,
 			o.ErrorClass, o.ErrorMessage, o.Ambiguous, o.UpstreamResult, c.finishedAt, c.class, c.latencyMS, c.status, c.err, c.traceID)
@@ -258,22 +274,23 @@ func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outc
 	// ok locks what it returns, and FOR UPDATE hands back each row as it stands once locked
 	// (re-checked against the conditions when a concurrent change committed meanwhile), so the
 	// writes below meet exactly the rows it found, and watched is the flag a watcher set before
-	// this batch could lock the row (Watch's UPDATE orders itself against it).
-	s.WriteString("), ok AS (SELECT o.id, o.watched FROM v JOIN operations o ON o.id = v.id JOIN attempts a ON a.id = v.attempt_id " +
-		"WHERE o.state = 'RUNNING' AND o.fence = v.fence AND a.operation_id = o.id AND a.finished_at IS NULL " +
+	// this batch could lock the row (Watch's UPDATE orders itself against it). Each write below
+	// takes v's row of an attempt ok returned: never a row of v that only shares its operation.
+	s.WriteString("), ok AS (SELECT o.id, a.id AS attempt_id, o.watched FROM v JOIN operations o ON o.id = v.id JOIN attempts a ON a.id = v.attempt_id " +
+		"WHERE o.state = 'RUNNING' AND o.fence = v.fence AND a.operation_id = o.id AND a.fence = v.fence AND a.finished_at IS NULL " +
 		"AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.tenant = o.tenant AND s.deleted_at IS NULL) " +
 		"ORDER BY o.id FOR UPDATE OF o, a), " +
 		"op AS (UPDATE operations o SET state = v.state, updated_at = v.updated_at, lease_owner = NULL, lease_expires_at = NULL, " +
 		"completed_at = v.completed_at, next_attempt_at = NULL, result = v.result, downstream_ref = v.downstream_ref, " +
 		"downstream_status = v.downstream_status, error_class = v.error_class, error_message = v.error_message, " +
-		"ambiguous = v.ambiguous, upstream_result = v.upstream_result FROM v WHERE o.id = v.id AND o.id IN (SELECT id FROM ok)), " +
+		"ambiguous = v.ambiguous, upstream_result = v.upstream_result FROM v JOIN ok ON ok.attempt_id = v.attempt_id WHERE o.id = v.id), " +
 		"fin AS (UPDATE attempts a SET finished_at = v.finished_at, class = v.class, latency_ms = v.latency_ms, " +
-		"downstream_status = v.a_status, error = v.a_error, trace_id = v.trace_id FROM v WHERE a.id = v.attempt_id AND v.id IN (SELECT id FROM ok)), " +
+		"downstream_status = v.a_status, error = v.a_error, trace_id = v.trace_id FROM v JOIN ok ON ok.attempt_id = v.attempt_id WHERE a.id = v.attempt_id), " +
 		"ev AS (INSERT INTO events (operation_id, tenant, at, type, from_state, to_state, attempt, actor, detail) " +
 		"SELECT e.operation_id, e.tenant, e.at, e.type, e.from_state, e.to_state, e.attempt, e.actor, e.detail FROM (VALUES ")
 	s.eventRows(func(yield func(Event) bool) {
-		for _, f := range reqs {
-			for _, e := range f.events {
+		for _, i := range members {
+			for _, e := range reqs[i].events {
 				if !yield(e) {
 					return
 				}
@@ -285,11 +302,11 @@ func (l *Ledger) outcomeBatch(ctx context.Context, reqs []*finishing, out []outc
 		"n AS (SELECT pg_notify(")
 	s.param(notifyChannel, "text")
 	// n writes nothing, so it runs only if read: the condition reads it (once).
-	s.WriteString(", id) FROM ok WHERE watched) SELECT id FROM ok WHERE (SELECT count(*) FROM n) >= 0")
+	s.WriteString(", id) FROM ok WHERE watched) SELECT attempt_id FROM ok WHERE (SELECT count(*) FROM n) >= 0")
 
 	written, err := l.batchIDs(ctx, s)
-	for i, f := range reqs {
-		out[i] = outcomeAnswer{written: written[f.next.ID], err: err}
+	for _, i := range members {
+		out[i] = outcomeAnswer{written: written[reqs[i].closing.id], err: err}
 	}
 }
 

@@ -289,3 +289,77 @@ func TestGroupCommitStormKeepsOneOperationPerKey(t *testing.T) {
 	claimBatches, claims, outcomeBatches, outcomes := l.GroupCommitStats()
 	t.Logf("%d claims in %d batches, %d outcomes in %d batches", claims, claimBatches, outcomes, outcomeBatches)
 }
+
+// A reaped attempt's late outcome and its retry's outcome of the same operation in one batch of
+// outcomes (issue 47, finding 2): only the retry's is written, its result is the operation's,
+// the reaped attempt keeps what the reaper left, the late one is told it is stale, and the
+// timeline has one success. Before, the batch's writes joined its members by operation id: both
+// were told "written" and the operation could take the stale result. On SQLite (no batches)
+// the same two outcomes race alone and must end the same way.
+func TestBatchedStaleAndFreshOutcomesOfOneOperation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		db := testdb.Open(t, d)
+		l, _, _ := webhookSetup(t, d, db)
+		ctx := t.Context()
+		k, err := l.CreateAPIKey(ctx, models.AllTenants(), models.Requester{Actor: models.ActorCLI}, "other", "agent-2", nil)
+		require.NoError(t, err)
+		caller, err := l.Authenticate(ctx, k.Secret)
+		require.NoError(t, err)
+		for round := range 6 {
+			late := running(t, l, caller, fmt.Sprintf("late-%d", round))
+			// The lease ran out: the operation went UNKNOWN, then back to PENDING for a retry,
+			// which a worker claimed on the next fence; the first worker has not heard.
+			op := *late.Op
+			require.NoError(t, l.TransitionForTest(ctx, &op, models.StateRunning, models.StateUnknown, late.Attempt.Fence))
+			require.NoError(t, l.TransitionForTest(ctx, &op, models.StateUnknown, models.StatePending, op.Fence))
+			require.NoError(t, db.Exec("UPDATE operations SET next_attempt_at = ? WHERE id = ?", time.Now().Add(-time.Second), op.ID).Error)
+			claimed, err := l.ClaimDue(ctx, "w2", 10, func(string) time.Duration { return time.Minute })
+			require.NoError(t, err)
+			require.Len(t, claimed, 1)
+			retry := claimed[0]
+			require.Equal(t, late.Op.ID, retry.Op.ID)
+
+			stale := models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201, To: models.StateSucceeded,
+				Result: []byte(`{"id":"STALE"}`), DownstreamRef: "STALE"}
+			fresh := models.AttemptOutcome{Class: "succeeded", DownstreamStatus: 201, To: models.StateSucceeded,
+				Result: []byte(`{"id":"FRESH"}`), DownstreamRef: "FRESH"}
+			var lateErr, retryErr error
+			finishLate := func() { lateErr = l.FinishAttempt(ctx, late, "w1", stale) }
+			finishRetry := func() { retryErr = l.FinishAttempt(ctx, retry, "w2", fresh) }
+			if d == models.Postgres {
+				_, _, batchesBefore, _ := l.GroupCommitStats()
+				together(t, l, 2, outcomesQueued, finishLate, finishRetry)
+				_, _, batches, _ := l.GroupCommitStats()
+				require.Equal(t, uint64(1), batches-batchesBefore, "both outcomes met in one batch")
+			} else {
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() { defer wg.Done(); finishLate() }()
+				go func() { defer wg.Done(); finishRetry() }()
+				wg.Wait()
+			}
+			assert.Equal(t, models.CodeStale, models.ErrorCode(lateErr), "round %d: the late outcome is stale: %v", round, lateErr)
+			require.NoError(t, retryErr, "round %d", round)
+
+			got, err := l.Get(ctx, op.Tenant, op.ID)
+			require.NoError(t, err)
+			assert.Equal(t, models.StateSucceeded, got.State)
+			assert.Equal(t, `{"id":"FRESH"}`, deref(got.Result), "round %d: the retry's result, never the stale one", round)
+			assert.Equal(t, "FRESH", deref(got.DownstreamRef), "round %d", round)
+			attempts, err := l.Attempts(ctx, op.ID)
+			require.NoError(t, err)
+			require.Len(t, attempts, 2)
+			assert.Nil(t, attempts[0].FinishedAt, "round %d: the late outcome closed nothing", round)
+			assert.Nil(t, attempts[0].Class, "round %d: the reaped attempt is not made a success", round)
+			require.NotNil(t, attempts[1].Class)
+			assert.Equal(t, "succeeded", *attempts[1].Class)
+			successes := 0
+			for _, e := range eventTypes(t, l, got) {
+				if e == models.EventAttemptFinished {
+					successes++
+				}
+			}
+			assert.Equal(t, 1, successes, "round %d: one attempt_finished on the timeline", round)
+		}
+	})
+}

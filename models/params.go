@@ -76,6 +76,8 @@ type Rotation struct {
 	TenantSecrets int
 	// AuditKeys: audit signing keys sealed under an older key, now under the current one.
 	AuditKeys int
+	// RoutingKeys: webhook routing keys sealed under an older key, now under the current one.
+	RoutingKeys int
 }
 
 // RotateDataKeys seals everything that needs it under the current data key: the ledger's own
@@ -96,6 +98,9 @@ func (l *Ledger) RotateDataKeys(ctx context.Context, mask Masker, batch int) (Ro
 		return r, err
 	}
 	if r.AuditKeys, err = l.resealAuditKeys(ctx); err != nil {
+		return r, err
+	}
+	if r.RoutingKeys, err = l.resealRoutingKeys(ctx); err != nil {
 		return r, err
 	}
 	after := ""

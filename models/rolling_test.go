@@ -56,8 +56,8 @@ func TestIndexStepBuiltConcurrently(t *testing.T) {
 	db := testdb.Open(t, models.Postgres)
 	require.NoError(t, db.Exec("DELETE FROM schema_migrations WHERE version >= 23").Error)
 	require.NoError(t, db.Exec("DROP INDEX operations_lookalike").Error)
-	// Back to schema 22: what steps 24 and 25 added goes too.
-	require.NoError(t, db.Exec("ALTER TABLE webhook_subscriptions DROP COLUMN format, DROP COLUMN routing_key").Error)
+	// Back to schema 22: what steps 24 to 27 added goes too.
+	require.NoError(t, db.Exec("ALTER TABLE webhook_subscriptions DROP COLUMN format, DROP COLUMN routing_key, DROP COLUMN routing_key_sealed, DROP COLUMN routing_key_hint").Error)
 	require.NoError(t, db.Exec("DROP TABLE emails").Error)
 	require.NoError(t, db.Exec("DROP TABLE user_invites").Error)
 	require.NoError(t, db.Exec("ALTER TABLE users DROP COLUMN email_muted, DROP COLUMN email_digest").Error)

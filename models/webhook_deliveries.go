@@ -18,25 +18,29 @@ type ClaimedDelivery struct {
 	URL          string
 	Secret       string
 	AllowPrivate bool
-	// Format is the subscription's body format, RoutingKey its PagerDuty routing key's
-	// reference ("" for none).
-	Format     string
-	RoutingKey string
+	// Format is the subscription's body format. A PagerDuty subscription's routing key is
+	// RoutingKeyValue (opened from its sealed value), or RoutingKey, the reference the publisher
+	// reads it from; RoutingKeyErr says why a sealed one could not be opened.
+	Format          string
+	RoutingKey      string
+	RoutingKeyValue string
+	RoutingKeyErr   error
 }
 
 // claimRow is a due delivery read with its message and subscription.
 type claimRow struct {
 	WebhookDelivery
-	EventType    string
-	Tenant       string
-	OperationID  string
-	Payload      string
-	URL          string `gorm:"column:url"`
-	Secret       string
-	AllowPrivate bool
-	Format       string
-	RoutingKey   *string
-	SubDeletedAt *time.Time
+	EventType        string
+	Tenant           string
+	OperationID      string
+	Payload          string
+	URL              string `gorm:"column:url"`
+	Secret           string
+	AllowPrivate     bool
+	Format           string
+	RoutingKey       *string
+	RoutingKeySealed *string
+	SubDeletedAt     *time.Time
 }
 
 // ClaimDeliveries claims up to limit pending deliveries that are due, oldest first, for worker
@@ -51,7 +55,7 @@ func (l *Ledger) ClaimDeliveries(ctx context.Context, worker string, limit int, 
 	var claimed []ClaimedDelivery
 	err := l.txn(ctx, "claim webhook deliveries", func(tx *gorm.DB) ([]string, error) {
 		q := tx.Table("webhook_deliveries AS d").
-			Select("d.*, o.event_type, o.tenant, o.payload, s.url, s.secret, s.allow_private, s.format, s.routing_key, s.deleted_at AS sub_deleted_at").
+			Select("d.*, o.event_type, o.tenant, o.payload, s.url, s.secret, s.allow_private, s.format, s.routing_key, s.routing_key_sealed, s.deleted_at AS sub_deleted_at").
 			Joins("JOIN outbox o ON o.id = d.outbox_id").
 			Joins("JOIN webhook_subscriptions s ON s.id = d.subscription_id").
 			// The status is spelled out, not bound, so that the planner can use the partial index
@@ -87,6 +91,9 @@ func (l *Ledger) ClaimDeliveries(ctx context.Context, worker string, limit int, 
 				Payload: []byte(r.Payload), URL: r.URL, Secret: r.Secret, AllowPrivate: r.AllowPrivate, Format: r.Format}
 			if r.RoutingKey != nil {
 				c.RoutingKey = *r.RoutingKey
+			}
+			if r.RoutingKeySealed != nil {
+				c.RoutingKeyValue, c.RoutingKeyErr = l.openRoutingKey(d.SubscriptionID, *r.RoutingKeySealed)
 			}
 			claimed = append(claimed, c)
 		}

@@ -28,9 +28,9 @@ var pagerDutyEvents = []string{WebhookOperationUnknown, WebhookReviewOpened, Web
 // WebhookTest is the event type of a test event, sent to one subscription on request.
 const WebhookTest = "webhook.test"
 
-// checkFormat checks a subscription's format, its events and its routing key reference
-// ("env:NAME", "file:PATH" or "tenant:NAME"): required for PagerDuty, refused otherwise.
-func checkFormat(format string, events []string, routingKey string) (string, error) {
+// checkFormat checks a subscription's format, its events and whether it has a routing key:
+// required for PagerDuty, refused otherwise.
+func checkFormat(format string, events []string, hasRoutingKey bool) (string, error) {
 	if format == "" {
 		format = WebhookFormatStandard
 	}
@@ -38,13 +38,13 @@ func checkFormat(format string, events []string, routingKey string) (string, err
 		return "", errorf(CodeInvalid, "unknown format %q; known: %s", format, strings.Join(WebhookFormats, ", "))
 	}
 	if format != WebhookFormatPagerDuty {
-		if routingKey != "" {
+		if hasRoutingKey {
 			return "", errorf(CodeInvalid, "a routing key is for the pagerduty format only")
 		}
 		return format, nil
 	}
-	if _, _, err := ParseSecretRef(routingKey); err != nil {
-		return "", err
+	if !hasRoutingKey {
+		return "", errorf(CodeInvalid, "the pagerduty format needs its routing key")
 	}
 	for _, e := range events {
 		if !slices.Contains(pagerDutyEvents, e) {
@@ -55,13 +55,13 @@ func checkFormat(format string, events []string, routingKey string) (string, err
 	return format, nil
 }
 
-// ParseSecretRef reads a secret reference as the command line and the console write it:
+// ParseSecretRef reads a secret reference as an operator writes it on the command line:
 // "env:NAME" (the publishing process's environment), "file:PATH" (read when used) or
-// "tenant:NAME" (the subscription's tenant's secret).
+// "tenant:NAME" (the subscription's tenant's secret). What it may name is SecretRefPolicy's.
 func ParseSecretRef(ref string) (kind, name string, err error) {
 	kind, name, ok := strings.Cut(ref, ":")
 	if !ok || name == "" || (kind != "env" && kind != "file" && kind != "tenant") {
-		return "", "", errorf(CodeInvalid, "a routing key is a secret reference, env:NAME, file:PATH or tenant:NAME, never the key itself")
+		return "", "", errorf(CodeInvalid, "a routing key reference is env:NAME, file:PATH or tenant:NAME")
 	}
 	return kind, name, nil
 }

@@ -58,12 +58,16 @@ type WebhookSubscription struct {
 	// everything the ledger lists.
 	Secret       string
 	AllowPrivate bool
-	// Format is the body's format (WebhookFormats); RoutingKey, for PagerDuty, the secret
-	// reference of its routing key (ParseSecretRef), never the key.
-	Format     string
-	RoutingKey *string
-	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
-	DeletedAt  *time.Time
+	// Format is the body's format (WebhookFormats). A PagerDuty subscription's routing key is
+	// either RoutingKeySealed, a value sealed under the data key (RoutingKeyHint shows its last
+	// four characters), or RoutingKey, a secret reference an operator gave on the command line
+	// (SecretRefPolicy). Lists never read the sealed value.
+	Format           string
+	RoutingKey       *string
+	RoutingKeySealed *string `json:"-"`
+	RoutingKeyHint   *string
+	CreatedAt        time.Time `gorm:"autoCreateTime:false"`
+	DeletedAt        *time.Time
 }
 
 // EventList returns the subscription's event types.

@@ -26,10 +26,13 @@ type NewWebhook struct {
 	URL          string
 	Events       []string
 	AllowPrivate bool // the URL may point at loopback or private addresses
-	// Format is the body's format ("" for standard); RoutingKey the secret reference of a
-	// PagerDuty subscription's routing key.
-	Format     string
-	RoutingKey string
+	// Format is the body's format ("" for standard). A PagerDuty subscription's routing key is
+	// RoutingKey, a value (sealed, never shown again), or RoutingKeyRef, a secret reference that
+	// only the command line may give (Actor ActorCLI), checked against RefPolicy.
+	Format        string
+	RoutingKey    string
+	RoutingKeyRef string
+	RefPolicy     SecretRefPolicy
 	// Resolver checks where the URL's host points; nil is the system resolver.
 	Resolver AddrResolver
 }
@@ -103,7 +106,20 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 	if err != nil {
 		return nil, err
 	}
-	format, err := checkFormat(in.Format, events, in.RoutingKey)
+	if in.RoutingKey != "" && in.RoutingKeyRef != "" {
+		return nil, errorf(CodeInvalid, "give the routing key or a reference to it, not both")
+	}
+	if in.RoutingKeyRef != "" {
+		// Only an operator on the host names where a secret is: a person configuring a
+		// notification types the key itself.
+		if by.Actor != ActorCLI {
+			return nil, errorf(CodeInvalid, "a routing key reference is for the command line only: type the routing key itself")
+		}
+		if _, _, err := in.RefPolicy.Check(in.RoutingKeyRef); err != nil {
+			return nil, err
+		}
+	}
+	format, err := checkFormat(in.Format, events, in.RoutingKey != "" || in.RoutingKeyRef != "")
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +134,16 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 	now := l.clock()
 	sub := WebhookSubscription{ID: newID("whk"), Tenant: in.Tenant, URL: u.String(), Events: strings.Join(events, ","),
 		Secret: secret, AllowPrivate: in.AllowPrivate, Format: format, CreatedAt: now}
-	if in.RoutingKey != "" {
-		sub.RoutingKey = &in.RoutingKey
+	routingKey := "" // what the audit entry says of it: never the value
+	switch {
+	case in.RoutingKeyRef != "":
+		sub.RoutingKey, routingKey = &in.RoutingKeyRef, in.RoutingKeyRef
+	case in.RoutingKey != "":
+		sealed, hint, err := l.sealRoutingKey(sub.ID, in.RoutingKey)
+		if err != nil {
+			return nil, err
+		}
+		sub.RoutingKeySealed, sub.RoutingKeyHint, routingKey = &sealed, &hint, "a value ending "+hint
 	}
 	err = l.txn(ctx, "create webhook", func(tx *gorm.DB) ([]string, error) {
 		if err := tx.Where("name = ?", in.Tenant).Take(&Tenant{}).Error; err != nil {
@@ -131,20 +155,23 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 		if err := tx.Create(&sub).Error; err != nil {
 			return nil, err
 		}
+		detail := map[string]any{"webhook_id": sub.ID, "url": sub.URL, "events": sub.Events, "allow_private": sub.AllowPrivate, "format": sub.Format}
+		if routingKey != "" {
+			detail["routing_key"] = routingKey
+		}
 		_, err := l.appendAudit(tx, now, AuditInput{Actor: by.Actor, Action: "webhook.create", Tenant: sub.Tenant, Outcome: "ok",
-			RequestID: by.RequestID, Detail: map[string]any{"webhook_id": sub.ID, "url": sub.URL, "events": sub.Events, "allow_private": sub.AllowPrivate,
-				"format": sub.Format}})
+			RequestID: by.RequestID, Detail: detail})
 		return nil, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	sub.Secret = ""
+	sub.Secret, sub.RoutingKeySealed = "", nil
 	return &CreatedWebhook{Subscription: sub, Secret: secret}, nil
 }
 
-// webhookColumns are the columns lists read: never the secret.
-const webhookColumns = "id, tenant, url, events, allow_private, format, routing_key, created_at, deleted_at"
+// webhookColumns are the columns lists read: never the secret, never the sealed routing key.
+const webhookColumns = "id, tenant, url, events, allow_private, format, routing_key, routing_key_hint, created_at, deleted_at"
 
 // Webhooks lists the live subscriptions within scope s, of tenant when it is not "", by tenant
 // and age. Their secrets are not read.

@@ -31,11 +31,14 @@ type NewWebhookSecret struct {
 
 // WebhookRow is a live subscription.
 type WebhookRow struct {
-	ID           string
-	Tenant       string
-	URL          string
-	Events       string
-	Format       string
+	ID     string
+	Tenant string
+	URL    string
+	Events string
+	Format string
+	// RoutingKey says where a PagerDuty subscription's key is: "•••• 1a2b" for a sealed value,
+	// the reference an operator gave, or "".
+	RoutingKey   string
 	AllowPrivate bool
 	Created      Time
 }

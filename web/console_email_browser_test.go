@@ -194,7 +194,7 @@ func TestBrowserEmailToReviewers(t *testing.T) {
 		for _, a := range m.To {
 			to = append(to, a.Address)
 		}
-		assert.Contains(t, m.Subject, "A review needs a person: 42.00 EUR to order 1044")
+		assert.Contains(t, m.Subject, "A review needs a person: \u201c42.00 EUR to order 1044\u201d")
 	}
 	slices.Sort(to)
 	assert.Equal(t, []string{"ada@example.com", "ravi@example.com", "rita@example.com"}, to,

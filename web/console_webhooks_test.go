@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/consoletest"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,12 +166,15 @@ func TestTenantAdminCannotAllowPrivateTargets(t *testing.T) {
 	})
 }
 
-// An admin creates a Slack subscription and a PagerDuty one through the form (the routing key as
-// a reference; the key itself refused), sees their formats listed, and sends a test event to the
-// Slack one: one delivery, of that subscription alone, and an audit entry. Both engines.
+// An admin creates a Slack subscription and a PagerDuty one through the form (the routing key
+// typed as a value, sealed, and shown again only by its last four characters; a reference
+// refused), sees their formats listed, and sends a test event to the Slack one: one delivery, of
+// that subscription alone, and an audit entry. Both engines.
 func TestConsoleWebhookFormatsAndTestEvent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		con := consoletest.Start(t, d, consoletest.Options{})
+		keys, err := datakey.Parse(datakey.Generate(), "")
+		require.NoError(t, err)
+		con := consoletest.Start(t, d, consoletest.Options{DataKeys: keys})
 		con.Tenant(t, "acme")
 		password := con.User(t, "ada@example.com", models.RoleAdmin)
 		b := con.NewBrowser(t)
@@ -184,10 +188,13 @@ func TestConsoleWebhookFormatsAndTestEvent(t *testing.T) {
 			return b.Get(t, "/admin/webhooks")
 		}
 		create(url.Values{"url": {"http://127.0.0.1:9/slack"}, "events": {"review.opened"}, "format": {"slack"}})
-		p := create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened"}, "format": {"pagerduty"}, "routing_key": {"R0UT1NGK3Y"}})
-		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "secret reference", "the key itself is refused")
-		create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened", "review.resolved"}, "format": {"pagerduty"},
+		p := create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened"}, "format": {"pagerduty"},
 			"routing_key": {"tenant:pagerduty_key"}})
+		assert.Contains(t, strings.Join(p.TestIDs("notice"), " "), "type the routing key itself", "a reference is refused in the console")
+		p = create(url.Values{"url": {"http://127.0.0.1:9/pd"}, "events": {"review.opened", "review.resolved"}, "format": {"pagerduty"},
+			"routing_key": {"R0UT1NGK3Y0F4CME"}})
+		assert.Equal(t, []string{"routing key •••• 4CME"}, p.TestIDs("webhook-routing-key-hint"), "only the last four characters are shown")
+		assert.NotContains(t, p.Body, "R0UT1NGK3Y", "the key is never shown again")
 
 		subs, err := con.Ledger.Webhooks(t.Context(), models.AllTenants(), "acme")
 		require.NoError(t, err)

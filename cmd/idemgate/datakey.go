@@ -87,11 +87,14 @@ func (env *environment) datakeyRotate(ctx context.Context, args []string) error 
 	if r.AuditKeys > 0 {
 		fmt.Fprintf(env.stdout, "; %d audit signing keys re-encrypted", r.AuditKeys)
 	}
+	if r.RoutingKeys > 0 {
+		fmt.Fprintf(env.stdout, "; %d webhook routing keys re-encrypted", r.RoutingKeys)
+	}
 	fmt.Fprintln(env.stdout)
 	// A rotation re-encrypts in batches, each its own transaction: its audit entry follows
 	// the last one, and says what was done even if a later run must finish the work.
 	if _, err := l.Audit(ctx, models.AuditInput{Actor: models.ActorCLI, Outcome: models.OutcomeOK, Action: models.AuditDataKeyRotate,
-		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed, "ledger_key": r.LedgerKey, "tenant_secrets": r.TenantSecrets, "audit_keys": r.AuditKeys}}); err != nil {
+		Detail: map[string]any{"key_id": keys.ID(), "resealed": r.Resealed, "sealed": r.Sealed, "ledger_key": r.LedgerKey, "tenant_secrets": r.TenantSecrets, "audit_keys": r.AuditKeys, "routing_keys": r.RoutingKeys}}); err != nil {
 		return fmt.Errorf("the keys were rotated, but the audit entry could not be written: %w", err)
 	}
 	return nil

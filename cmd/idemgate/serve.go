@@ -194,7 +194,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},
-			Publish: true, WebhookWindow: f.webhookWindow, Mail: f.mail}}
+			Publish: true, WebhookWindow: f.webhookWindow, SecretRefs: models.SecretRefPolicyFromEnv(env.getenv), Mail: f.mail}}
 	if withHTTP {
 		cfg.HTTP = &web.Settings{RateLimit: f.rateLimit, TrustedProxies: f.trustedProxies, AllowedOrigins: f.allowedOrigins, SSO: f.sso,
 			ApprovalWarning: keepFor(f.approvalWarning)}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,7 +11,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF] [--allow-private] | list [--tenant T] | test ID | delete ID"
+const webhookUsage = "usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF | --routing-key-stdin] [--allow-private] | list [--tenant T] | test ID | delete ID"
 
 // webhook runs `idemgate webhook create|list|test|delete` (docs/CLI.md).
 func (env *environment) webhook(ctx context.Context, args []string) error {
@@ -42,27 +44,42 @@ func (env *environment) webhookCreate(ctx context.Context, args []string) error 
 	events := fs.String("events", "", "comma-separated event types: "+strings.Join(models.WebhookEventTypes, ", ")+" (required)")
 	allowPrivate := fs.Bool("allow-private", false, "allow a target on loopback or private addresses")
 	format := fs.String("format", models.WebhookFormatStandard, "body format: "+strings.Join(models.WebhookFormats, ", "))
-	routingKey := fs.String("routing-key", "", "pagerduty: the routing key's secret reference, env:NAME, file:PATH or tenant:NAME")
+	routingKeyRef := fs.String("routing-key", "",
+		"pagerduty: where the publisher reads the routing key, env:NAME, file:PATH or tenant:NAME, within what the operator set aside (docs/WEBHOOKS.md)")
+	routingKeyStdin := fs.Bool("routing-key-stdin", false, "pagerduty: the routing key itself, on the first line of standard input (sealed under IDEMGATE_DATA_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *tenant == "" || *url == "" || *events == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF] [--allow-private]")
+	if *tenant == "" || *url == "" || *events == "" || fs.NArg() > 0 || (*routingKeyRef != "" && *routingKeyStdin) {
+		return fmt.Errorf("usage: idemgate webhook create --tenant T --url U --events a,b [--format F] [--routing-key REF | --routing-key-stdin] [--allow-private]")
 	}
-	l, closeDB, err := env.openLedger(ctx)
+	in := models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate,
+		Format: *format, RoutingKeyRef: *routingKeyRef, RefPolicy: models.SecretRefPolicyFromEnv(env.getenv)}
+	var open func(context.Context) (*models.Ledger, func(), error) = env.openLedger
+	if *routingKeyStdin {
+		line, err := bufio.NewReader(env.stdin).ReadString('\n')
+		if in.RoutingKey = strings.TrimRight(line, "\r\n"); err != nil && in.RoutingKey == "" {
+			return errors.New("no routing key on standard input: give it as the first line")
+		}
+		open = env.openSealedLedger
+	}
+	l, closeDB, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	w, err := l.CreateWebhook(ctx, models.AllTenants(), cli,
-		models.NewWebhook{Tenant: *tenant, URL: *url, Events: strings.Split(*events, ","), AllowPrivate: *allowPrivate,
-			Format: *format, RoutingKey: *routingKey})
+	w, err := l.CreateWebhook(ctx, models.AllTenants(), cli, in)
 	if err != nil {
 		return err
 	}
 	s := w.Subscription
-	fmt.Fprintf(env.stdout, "webhook %s created for tenant %s\n  url:    %s\n  events: %s\nsigning secret, shown once:\n%s\n",
-		s.ID, s.Tenant, s.URL, s.Events, w.Secret)
+	fmt.Fprintf(env.stdout, "webhook %s created for tenant %s\n  url:    %s\n  events: %s\n", s.ID, s.Tenant, s.URL, s.Events)
+	if s.RoutingKeyHint != nil {
+		fmt.Fprintf(env.stdout, "  routing key: %s (sealed)\n", *s.RoutingKeyHint)
+	} else if s.RoutingKey != nil {
+		fmt.Fprintf(env.stdout, "  routing key: read from %s\n", *s.RoutingKey)
+	}
+	fmt.Fprintf(env.stdout, "signing secret, shown once:\n%s\n", w.Secret)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,16 +156,35 @@ func TestServeDeliversWebhooks(t *testing.T) {
 	})
 }
 
-// TestWebhookFormatCommands: webhook create --format and --routing-key, list's FORMAT column, and
-// webhook test queueing one test event. Both engines.
+// TestWebhookFormatCommands: webhook create --format and --routing-key (a reference, only to
+// what the operator set aside) or --routing-key-stdin (the key, sealed), list's FORMAT
+// column, and webhook test queueing one test event. Both engines.
 func TestWebhookFormatCommands(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		dsn := testdb.DSN(t, d)
 		require.NoError(t, runCommand(t, dsn, "tenant", "create", "acme").err)
 		r := runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened,review.resolved",
-			"--format", "pagerduty", "--routing-key", "env:PAGERDUTY_ROUTING_KEY", "--allow-private")
+			"--format", "pagerduty", "--routing-key", "env:IDEMGATE_WEBHOOK_PAGERDUTY", "--allow-private")
 		require.NoError(t, r.err)
+		assert.Contains(t, r.stdout, "routing key: read from env:IDEMGATE_WEBHOOK_PAGERDUTY")
 		id := webhookIDRE.FindStringSubmatch(r.stdout)[1]
+		for _, ref := range []string{"env:IDEMGATE_DATA_KEY", "file:/proc/self/environ", "tenant:stripe_key"} {
+			r = runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened",
+				"--format", "pagerduty", "--routing-key", ref, "--allow-private")
+			require.Error(t, r.err, "%s is not set aside for notifications", ref)
+			assert.Contains(t, r.err.Error(), "not set aside for notifications", ref)
+		}
+		r = runStdin(t, dsn, map[string]string{"IDEMGATE_NOTIFY_ENV_PREFIX": "PAGER_"}, "", "webhook", "create", "--tenant", "acme",
+			"--url", "http://127.0.0.1:9/pd", "--events", "review.opened", "--format", "pagerduty", "--routing-key", "env:PAGER_ROUTING_KEY", "--allow-private")
+		require.NoError(t, r.err, "the operator chose the prefix")
+		r = runStdin(t, dsn, nil, "R0UT1NGK3Y0F4CME\n", "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd",
+			"--events", "review.opened", "--format", "pagerduty", "--routing-key-stdin", "--allow-private")
+		require.Error(t, r.err, "a key is sealed under the data key, never stored in clear")
+		r = runStdin(t, dsn, map[string]string{"IDEMGATE_DATA_KEY": datakey.Generate()}, "R0UT1NGK3Y0F4CME\n", "webhook", "create", "--tenant", "acme",
+			"--url", "http://127.0.0.1:9/pd", "--events", "review.opened", "--format", "pagerduty", "--routing-key-stdin", "--allow-private")
+		require.NoError(t, r.err)
+		assert.Contains(t, r.stdout, "routing key: •••• 4CME (sealed)")
+		assert.NotContains(t, r.stdout, "R0UT1NGK3Y")
 		r = runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened",
 			"--format", "pagerduty", "--allow-private")
 		require.Error(t, r.err, "pagerduty needs a routing key reference")
@@ -175,7 +195,7 @@ func TestWebhookFormatCommands(t *testing.T) {
 		require.NoError(t, r.err)
 		assert.Contains(t, r.stdout, "FORMAT")
 		assert.Contains(t, r.stdout, "pagerduty")
-		assert.NotContains(t, r.stdout, "PAGERDUTY_ROUTING_KEY", "the list shows the format, not where the key is")
+		assert.NotContains(t, r.stdout, "IDEMGATE_WEBHOOK_PAGERDUTY", "the list shows the format, not where the key is")
 		r = runCommand(t, dsn, "webhook", "test", id)
 		require.NoError(t, r.err)
 		assert.Contains(t, r.stdout, "test event msg_")

@@ -84,6 +84,9 @@ type Jobs struct {
 	// (jobs.DefaultWebhookWindow if zero).
 	Publish       bool
 	WebhookWindow time.Duration
+	// SecretRefs is what the operator set aside for PagerDuty routing key references
+	// (models.SecretRefPolicyFromEnv); the zero value reads none.
+	SecretRefs models.SecretRefPolicy
 	// Mail, when set, emails reviewers (serve and worker --smtp-url): the ledger writes the
 	// emails and this mailer sends them. Ledger, Worker, Now and Log are filled in.
 	Mail *jobs.MailerConfig
@@ -245,7 +248,7 @@ func (a *App) Run(ctx context.Context) {
 	}
 	if j.Publish {
 		run(jobs.NewPublisher(jobs.PublisherConfig{Ledger: a.Ledger, Worker: a.Executor.Worker(),
-			Window: j.WebhookWindow, Now: a.cfg.Now, Log: a.log}).Run)
+			Window: j.WebhookWindow, Now: a.cfg.Now, Log: a.log, SecretRefs: j.SecretRefs}).Run)
 	}
 	if j.Mail != nil {
 		mc := *j.Mail

@@ -29,6 +29,7 @@ import (
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
 	"github.com/idemgate/idemgate/web"
 	"golang.org/x/net/html"
@@ -86,6 +87,8 @@ type Options struct {
 	// Mail, when set, emails reviewers through it (serve --smtp-url); the console's own address
 	// is then its public URL, so the emails link to its pages.
 	Mail *jobs.MailerConfig
+	// DataKeys, when set, seal what the ledger keeps sealed (IDEMGATE_DATA_KEY).
+	DataKeys *datakey.Keyring
 }
 
 // ExtraTools are added to gatewaytest's catalogue for console tests.
@@ -162,7 +165,7 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 		public = scheme + srv.Listener.Addr().String()
 	}
 	gw, err := app.New(ctx, app.Config{DB: testdb.Open(t, d), Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now, PublicURL: public,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now, PublicURL: public, DataKeys: opts.DataKeys,
 		Jobs: app.Jobs{Dispatch: opts.Downstream, Poll: 20 * time.Millisecond, Concurrency: 4, Mail: opts.Mail},
 		HTTP: &web.Settings{SessionKey: "consoletest-session-key-of-at-least-32-characters",
 			SessionIdle: opts.SessionIdle, SessionLifetime: opts.SessionLifetime, LoginLimits: opts.Limits,
