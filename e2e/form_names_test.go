@@ -215,3 +215,41 @@ tools:
 		assert.JSONEq(t, `{}`, reqs[1].Body, "neither the path's nor the query's param is in the body")
 	})
 }
+
+// TestQueryParamsAsTheirStyleSays (issue 50 items 2 and 3): the params http.query lists go in
+// the query, spelled as their style says, only when given, and not in the body: a write's
+// optional query parameter (Google's callback) may be left out, and a GET's list goes as
+// OpenAPI's default form spells it (hotelIds=H1&hotelIds=H2), while the GET's other params keep
+// the form nesting (filter[city]=Oslo). Both engines.
+func TestQueryParamsAsTheirStyleSays(t *testing.T) {
+	t.Parallel()
+	const tools = `
+tools:
+  - name: bookings.create
+    description: Book a room
+    effect: write
+    params_schema: {type: object, required: [guest], properties: {guest: {type: string}, callback: {type: string}, tags: {type: array, items: {type: string}}}}
+    http: {url: "{{DOWN}}/v1/bookings", timeout: 1s, query: [{param: callback}, {param: tags, explode: false}]}
+  - name: hotels.list
+    description: List hotels
+    effect: read
+    params_schema: {type: object, properties: {hotelIds: {type: array, items: {type: string}}, filter: {type: object}}}
+    http: {url: "{{DOWN}}/v1/hotels", method: GET, timeout: 1s, query: [{param: hotelIds}]}
+`
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		down, u := startDownstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+			writeJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+		})
+		g := startWithTools(t, d, tools, u, gatewaytest.Options{})
+		requireOp(t, g.Submit(t, "b-1", "bookings.create", `{"guest":"Ann"}`, nil), http.StatusCreated)
+		requireOp(t, g.Submit(t, "b-2", "bookings.create", `{"guest":"Bob","callback":"cb","tags":["a","b"]}`, nil), http.StatusCreated)
+		requireOp(t, g.Submit(t, "h-1", "hotels.list", `{"hotelIds":["H1","H2"],"filter":{"city":"Oslo"}}`, nil), http.StatusCreated)
+		reqs := down.requests()
+		require.Len(t, reqs, 3)
+		assert.Equal(t, "", reqs[0].Query, "an optional query param not given is not sent")
+		assert.JSONEq(t, `{"guest":"Ann"}`, reqs[0].Body)
+		assert.Equal(t, "callback=cb&tags=a%2Cb", reqs[1].Query)
+		assert.JSONEq(t, `{"guest":"Bob"}`, reqs[1].Body, "the query's params are not in the body")
+		assert.Equal(t, "hotelIds=H1&hotelIds=H2&filter[city]=Oslo", reqs[2].Query)
+	})
+}

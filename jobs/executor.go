@@ -307,25 +307,41 @@ func (e *Executor) callData(tool *catalog.Tool, op *models.Operation) (callData,
 		OperationID: op.ID, DownstreamKey: op.DownstreamKeySent(), Key: op.Key, Tenant: op.Tenant, Params: params}}, nil
 }
 
-// withQuery adds to a GET's URL the params the URL does not carry, spelled as a form
-// (limit=3&starting_after=cus_1, metadata[order]=1042): a GET has no body, and a list
-// endpoint's optional filters are params a call may or may not give (docs/TOOLS.md).
+// withQuery adds to the URL the params http.query lists, as their style spells them and only
+// when given (any method: an optional query parameter of a write stays optional); and to a GET's
+// URL the other params the URL does not carry, spelled as a form (limit=3&starting_after=cus_1,
+// metadata[order]=1042): a GET has no body, and a list endpoint's optional filters are params a
+// call may or may not give (docs/TOOLS.md).
 func withQuery(tool *catalog.Tool, url string, params map[string]any) string {
-	if tool.HTTP.Method != http.MethodGet || len(params) == 0 {
+	if len(params) == 0 {
 		return url
 	}
-	rest := maps.Clone(params)
-	for _, name := range tool.PathParams() {
-		delete(rest, name)
+	var parts []string
+	if q := downstream.EncodeQuery(params, tool.HTTP.Query); q != "" {
+		parts = append(parts, q)
 	}
-	q := downstream.EncodeForm(rest)
-	if q == "" {
+	if tool.HTTP.Method == http.MethodGet {
+		rest := maps.Clone(params)
+		for _, name := range urlParams(tool) {
+			delete(rest, name)
+		}
+		if q := downstream.EncodeForm(rest); q != "" {
+			parts = append(parts, q)
+		}
+	}
+	if len(parts) == 0 {
 		return url
 	}
 	if strings.Contains(url, "?") {
-		return url + "&" + q
+		return url + "&" + strings.Join(parts, "&")
 	}
-	return url + "?" + q
+	return url + "?" + strings.Join(parts, "&")
+}
+
+// urlParams are the params the URL carries, in its path or in http.query: they are not sent
+// in the body too.
+func urlParams(tool *catalog.Tool) []string {
+	return append(tool.PathParams(), tool.QueryParams()...)
 }
 
 // downstreamHeaders are the headers every request about op carries (docs/TOOLS.md), but the
@@ -360,7 +376,7 @@ func (e *Executor) buildCall(ctx context.Context, tool *catalog.Tool, c models.C
 	}
 	// The same downstream key goes into the body, where the tool says the downstream reads it.
 	call := downstream.Call{Method: tool.HTTP.Method, URL: url, Header: h, Timeout: tool.HTTP.Timeout,
-		Body: cd.raw, Encoding: tool.HTTP.Encoding(), KeyAt: tool.KeyParams(), Omit: tool.PathParams(), Key: op.DownstreamKeySent(),
+		Body: cd.raw, Encoding: tool.HTTP.Encoding(), KeyAt: tool.KeyParams(), Omit: urlParams(tool), Key: op.DownstreamKeySent(),
 		Connection: tool.HTTP.Connection, Tenant: op.Tenant}
 	return call, traceID, nil
 }

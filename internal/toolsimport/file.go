@@ -31,6 +31,17 @@ type HTTPSpec struct {
 	// SuggestedIdempotencyHeader is written as a commented-out idempotency_header line: the
 	// document declares no such header, so only a person who knows the API may turn it on.
 	SuggestedIdempotencyHeader string
+	// Query are the params sent in the URL's query, each when given (http.query).
+	Query []QueryParam
+}
+
+// QueryParam is one entry of http.query: the param, the query parameter's name when it
+// differs, and the document's style and explode when they are not form's defaults.
+type QueryParam struct {
+	Param   string
+	Name    string // "" when the param's name is the query parameter's
+	Style   string // "" for form
+	Explode *bool  // nil for the style's default
 }
 
 // MCPServer is one server of the mcp_servers: list (docs/MCP.md).

@@ -57,6 +57,7 @@ func buildTool(o operation, prefix, connection, base, keyHeader string, budget *
 		return "{{.Params." + ident + "}}"
 	})
 	t.HTTP.URL = literalBraces.Replace(base) + target + b.query
+	t.HTTP.Query = b.queryParams
 	switch {
 	case b.idempotencyHeader != "":
 		t.HTTP.IdempotencyHeader = b.idempotencyHeader
@@ -106,6 +107,7 @@ type toolBuilder struct {
 	additional        any    // the body's additionalProperties, nil when it says none
 	bodyless          bool   // the operation sends nothing but its URL
 	query             string // "?a={{.Params.a}}&…"
+	queryParams       []QueryParam
 	inURL             []string
 	idempotencyHeader string
 	notes             []string
@@ -206,31 +208,46 @@ func (b *toolBuilder) params(o operation) map[string]string {
 			idents[p.Name] = ident
 		case openapi3.ParameterInQuery:
 			s := b.paramSchema(p)
-			if o.method == http.MethodGet && !p.Required || !isScalar(s) {
-				// A GET sends the params its URL does not carry as its query, as a form
-				// spells them (limit=3, expand[0]=x), so an optional filter is a plain param
-				// when its name can be one as it is.
-				if _, taken := b.props[p.Name]; o.method == http.MethodGet && !taken && identRE.MatchString(p.Name) {
-					b.props[p.Name] = s
-					if p.Required {
-						b.required = append(b.required, p.Name)
-					}
-					continue
+			if p.Required && isScalar(s) {
+				ident := b.ident(paramIdent(p.Name), "_query")
+				b.props[ident] = s
+				b.required = append(b.required, ident)
+				b.inURL = append(b.inURL, ident)
+				sep := "?"
+				if b.query != "" {
+					sep = "&"
 				}
-				// Elsewhere a URL takes a param only as {{.Params.x}}, which an absent param
-				// (or a list or object) cannot fill.
+				b.query += sep + url.QueryEscape(p.Name) + "={{.Params." + ident + "}}"
+				continue
+			}
+			if _, taken := b.props[p.Name]; o.method == http.MethodGet && !taken && identRE.MatchString(p.Name) &&
+				(isScalar(s) || p.Style == openapi3.SerializationDeepObject) {
+				// A GET sends the params its URL does not carry as its query, as a form
+				// spells them (limit=3, expand[0]=x): what a scalar is in every style, and
+				// what deepObject (Stripe's) means. So a filter is a plain param when its
+				// name can be one as it is.
+				b.props[p.Name] = s
+				if p.Required {
+					b.required = append(b.required, p.Name)
+				}
+				continue
+			}
+			// An optional parameter (sent only when given), or a list or object, spelled as
+			// the document's style and explode say: http.query.
+			q, ok := queryParam(p)
+			if !ok {
 				leftQuery = append(leftQuery, p.Name)
 				continue
 			}
-			ident := b.ident(paramIdent(p.Name), "_query")
-			b.props[ident] = s
-			b.required = append(b.required, ident)
-			b.inURL = append(b.inURL, ident)
-			sep := "?"
-			if b.query != "" {
-				sep = "&"
+			q.Param = b.ident(paramIdent(p.Name), "_query")
+			if q.Param != p.Name {
+				q.Name = p.Name
 			}
-			b.query += sep + url.QueryEscape(p.Name) + "={{.Params." + ident + "}}"
+			b.props[q.Param] = s
+			if p.Required {
+				b.required = append(b.required, q.Param)
+			}
+			b.queryParams = append(b.queryParams, q)
 		case openapi3.ParameterInHeader:
 			if strings.EqualFold(p.Name, idempotencyHeader) {
 				b.idempotencyHeader = p.Name
@@ -242,8 +259,8 @@ func (b *toolBuilder) params(o operation) map[string]string {
 		}
 	}
 	if len(leftQuery) > 0 {
-		b.note("left out: the query parameters %s (a URL other than a GET's takes a param only as {{.Params.x}}, which an optional one, a list or an object cannot fill; or a name that cannot be a param)",
-			strings.Join(leftQuery, ", "))
+		b.note("left out: the query parameters %s (in a style http.query cannot send: %s)",
+			strings.Join(leftQuery, ", "), strings.Join(leftQueryWhy(o), "; "))
 	}
 	if len(leftHeader) > 0 {
 		b.note("left out: the header parameters %s (fixed values go in the connection's headers or http.headers)", strings.Join(leftHeader, ", "))
@@ -428,4 +445,48 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// queryParam is the http.query entry of a query parameter, with the document's style and
+// explode when they differ from form's defaults; false when its style is none a query
+// parameter may have.
+func queryParam(p *openapi3.Parameter) (QueryParam, bool) {
+	q := QueryParam{}
+	switch p.Style {
+	case "", openapi3.SerializationForm:
+		if p.Explode != nil && !*p.Explode {
+			q.Explode = p.Explode
+		}
+	case openapi3.SerializationSpaceDelimited, openapi3.SerializationPipeDelimited:
+		q.Style = p.Style
+		if p.Explode != nil && *p.Explode {
+			q.Explode = p.Explode
+		}
+	case openapi3.SerializationDeepObject:
+		if p.Explode != nil && !*p.Explode {
+			return q, false // undefined in OpenAPI
+		}
+		q.Style = p.Style
+	default:
+		return q, false
+	}
+	return q, true
+}
+
+// leftQueryWhy lists the styles of the query parameters of o that queryParam refuses.
+func leftQueryWhy(o operation) []string {
+	var out []string
+	for _, p := range mergedParams(o.item.Parameters, o.op.Parameters) {
+		if p.In != openapi3.ParameterInQuery {
+			continue
+		}
+		if _, ok := queryParam(p); !ok {
+			explode := "default"
+			if p.Explode != nil {
+				explode = fmt.Sprint(*p.Explode)
+			}
+			out = append(out, fmt.Sprintf("%s: style %s, explode %s", p.Name, p.Style, explode))
+		}
+	}
+	return out
 }

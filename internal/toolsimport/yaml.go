@@ -94,6 +94,21 @@ func httpToolNode(t *HTTPTool) *yaml.Node {
 	add(h, "method", t.HTTP.Method)
 	add(h, "url", t.HTTP.URL)
 	add(h, "body", t.HTTP.Body)
+	if len(t.HTTP.Query) > 0 {
+		q := sequence()
+		for _, p := range t.HTTP.Query {
+			e := mapping()
+			e.Style = yaml.FlowStyle
+			add(e, "param", p.Param)
+			add(e, "name", p.Name)
+			add(e, "style", p.Style)
+			if p.Explode != nil {
+				e.Content = append(e.Content, scalar("explode"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(*p.Explode)})
+			}
+			q.Content = append(q.Content, e)
+		}
+		h.Content = append(h.Content, scalar("query"), q)
+	}
 	add(h, "idempotency_header", t.HTTP.IdempotencyHeader)
 	if s := t.HTTP.SuggestedIdempotencyHeader; s != "" {
 		// A foot comment on the last key prints after its value, inside http: at the

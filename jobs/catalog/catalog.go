@@ -77,6 +77,8 @@ type HTTPSpec struct {
 	// reconcile can search for it. "" for none.
 	IdempotencyParam string
 	ReferenceParam   string
+	// Query are the params sent in the URL's query, each when given (http.query).
+	Query []QueryParam
 }
 
 // HeaderTemplate is one templated header of a tool's request.

@@ -28,16 +28,17 @@ type rawTool struct {
 }
 
 type rawHTTP struct {
-	Method            string `yaml:"method"`
-	URL               string `yaml:"url"`
-	Timeout           string `yaml:"timeout"`
-	IdempotencyHeader string `yaml:"idempotency_header"`
-	ResultReference   string `yaml:"result_reference"`
-	Connection        string `yaml:"connection"`
-	Body              string `yaml:"body"`
-	Headers           any    `yaml:"headers"`
-	IdempotencyParam  string `yaml:"idempotency_param"`
-	ReferenceParam    string `yaml:"reference_param"`
+	Method            string     `yaml:"method"`
+	URL               string     `yaml:"url"`
+	Timeout           string     `yaml:"timeout"`
+	IdempotencyHeader string     `yaml:"idempotency_header"`
+	ResultReference   string     `yaml:"result_reference"`
+	Connection        string     `yaml:"connection"`
+	Body              string     `yaml:"body"`
+	Headers           any        `yaml:"headers"`
+	IdempotencyParam  string     `yaml:"idempotency_param"`
+	ReferenceParam    string     `yaml:"reference_param"`
+	Query             []rawQuery `yaml:"query"`
 }
 
 type rawReconcile struct {

@@ -75,6 +75,7 @@ func validateShape(t *Tool, raw *rawHTTP, ec *collector) {
 		ec.addf("http.reference_param", "the same pointer as idempotency_param")
 	}
 	t.HTTP.Headers = headerTemplates(ec, raw.Headers)
+	validateQuery(t, raw.Query, ec)
 }
 
 func keyPointer(ec *collector, t *Tool, field, p string) string {
