@@ -254,11 +254,17 @@ func baseURL(doc *openapi3.T, o operation, withConnection bool) (base, note stri
 	}
 	raw := serverURL(servers)
 	raw = strings.TrimRight(raw, "/")
+	if resolved, ok := schemeRelative(raw); ok {
+		// "//api.edrv.io": a network-path reference, relative to the document's own scheme,
+		// which an imported document no longer has.
+		raw = resolved
+		note = fmt.Sprintf("the document's server URL %q has no scheme: read as %s", strings.TrimPrefix(raw, "https:"), raw)
+	}
 	u, err := url.Parse(raw)
 	absolute := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 	switch {
 	case withConnection && absolute:
-		return strings.TrimRight(u.EscapedPath(), "/"), "", nil
+		return strings.TrimRight(u.EscapedPath(), "/"), note, nil
 	case withConnection && (raw == "" || strings.HasPrefix(raw, "/")):
 		return raw, "", nil // a relative server URL ("/api") or none
 	case withConnection:
@@ -270,7 +276,7 @@ func baseURL(doc *openapi3.T, o operation, withConnection bool) (base, note stri
 		}
 		return "", fmt.Sprintf("the document's server URL %q is neither a URL nor a path: left out, the URL is the operation's path", raw), nil
 	case absolute:
-		return raw, "", nil
+		return raw, note, nil
 	}
 	return "", "", fmt.Errorf("toolsimport: operation %s: the document gives no absolute server URL (servers: %q): "+
 		"name a connection with --connection and give it a base_url", o.id(), raw)
@@ -278,6 +284,15 @@ func baseURL(doc *openapi3.T, o operation, withConnection bool) (base, note stri
 
 // hostName matches a DNS name of at least two labels, or localhost.
 var hostName = regexp.MustCompile(`^(localhost|([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,})$`)
+
+// schemeRelative resolves a server URL that starts with "//" (a host without a scheme) as
+// https; false for any other.
+func schemeRelative(raw string) (string, bool) {
+	if strings.HasPrefix(raw, "//") && len(raw) > 2 && raw[2] != '/' {
+		return "https:" + raw, true
+	}
+	return raw, false
+}
 
 // serverURL is the first server's URL with its variables at their defaults; "" for none.
 func serverURL(servers openapi3.Servers) string {
@@ -313,8 +328,12 @@ func openAPIHeader(doc *openapi3.T, opts OpenAPIOptions, n int) []string {
 		return lines
 	}
 	base := "the API's scheme and host"
-	if u, err := url.Parse(serverURL(doc.Servers)); err == nil && u.Host != "" {
+	server, resolved := schemeRelative(serverURL(doc.Servers))
+	if u, err := url.Parse(server); err == nil && u.Host != "" {
 		base = u.Scheme + "://" + u.Host
+		if resolved {
+			base += " (the document's server URL has no scheme: read as https)"
+		}
 	}
 	lines = append(lines, fmt.Sprintf("Connection %q is not declared here: declare it under connections: (docs/TOOLS.md) with base_url %s.", opts.Connection, base))
 	if doc.Components != nil && len(doc.Components.SecuritySchemes) > 0 {

@@ -2,6 +2,7 @@ package toolsimport
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
@@ -80,4 +81,32 @@ func TestImportQueryParameters(t *testing.T) {
 		{Param: "top", Name: "$top", Style: catalog.QueryForm, Explode: true},
 	}, list.HTTP.Query)
 	assert.Contains(t, buf.String(), "query:\n        - {param: hotelIds}\n        - {param: amenities, explode: false}\n        - {param: ratings, style: pipeDelimited}\n        - {param: top, name: $top}\n")
+}
+
+// TestServerURLWithoutScheme (issue 50 item 4): a server URL without a scheme
+// ("//api.edrv.io/v1", 40 documents of the OpenAPI directory) is read as https: the header
+// advises base_url https://api.edrv.io (it said "://api.edrv.io", which serve refuses), the
+// tools' URLs keep only the path below a connection (the host ended up in the path), are
+// absolute without one, and a note says how the URL was read.
+func TestServerURLWithoutScheme(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(queryDoc, `"https://api.example.com/v1"`, `"//api.edrv.io/v1"`, 1)
+	withConn, err := OpenAPI([]byte(doc), OpenAPIOptions{Connection: "edrv", Operations: []string{"createBooking"}})
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(withConn.Header, "\n"), "with base_url https://api.edrv.io (the document's server URL has no scheme: read as https)")
+	tool := withConn.Tools[0]
+	assert.Equal(t, "/v1/bookings?hotelId={{.Params.hotelId}}", tool.HTTP.URL)
+	assert.Contains(t, strings.Join(tool.Notes, "\n"), `the document's server URL "//api.edrv.io/v1" has no scheme: read as https://api.edrv.io/v1`)
+	var buf bytes.Buffer
+	require.NoError(t, withConn.WriteYAML(&buf))
+	c, err := catalog.Load([]byte("connections:\n  - name: edrv\n    base_url: https://api.edrv.io\n" + buf.String()))
+	require.NoError(t, err)
+	loaded, _ := c.Get("edrv.create_booking")
+	u, err := loaded.RenderURL(catalog.TemplateData{Params: map[string]any{"hotelId": "H1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "https://api.edrv.io/v1/bookings?hotelId=H1", u)
+
+	without, err := OpenAPI([]byte(doc), OpenAPIOptions{Operations: []string{"createBooking"}})
+	require.NoError(t, err, "no connection: the URL is absolute once read as https")
+	assert.Equal(t, "https://api.edrv.io/v1/bookings?hotelId={{.Params.hotelId}}", without.Tools[0].HTTP.URL)
 }
