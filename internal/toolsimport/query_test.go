@@ -110,3 +110,44 @@ func TestServerURLWithoutScheme(t *testing.T) {
 	require.NoError(t, err, "no connection: the URL is absolute once read as https")
 	assert.Equal(t, "https://api.edrv.io/v1/bookings?hotelId={{.Params.hotelId}}", without.Tools[0].HTTP.URL)
 }
+
+// TestHeaderNotesAgreeWithTheLoader (issue 50 item 5): a header parameter is left out with a
+// note, and the note's advice is one the loader takes: a Content-Type parameter (67 tools of the
+// OpenAPI directory were told to put it in the connection's headers, which the loader refuses)
+// is said to be idemgate's own, Authorization to belong in the connection's auth; only another
+// header is sent to the connection's headers, and there the loader takes it.
+func TestHeaderNotesAgreeWithTheLoader(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(queryDoc, `        - {name: callback, in: query, schema: {type: string}}`,
+		`        - {name: callback, in: query, schema: {type: string}}
+        - {name: Content-Type, in: header, schema: {type: string}}
+        - {name: Authorization, in: header, schema: {type: string}}
+        - {name: X-Tenant, in: header, schema: {type: string}}`, 1)
+	f, err := OpenAPI([]byte(doc), OpenAPIOptions{Connection: "api", Operations: []string{"createBooking"}})
+	require.NoError(t, err)
+	notes := f.Tools[0].Notes
+	var headerNotes []string
+	for _, n := range notes {
+		if strings.Contains(n, "header parameter") {
+			headerNotes = append(headerNotes, n)
+		}
+	}
+	assert.Equal(t, []string{
+		"left out: the header parameters X-Tenant (fixed values go in the connection's headers or http.headers)",
+		"left out: the header parameters Content-Type (idemgate sets them itself: Content-Type from http.body)",
+		"left out: the header parameter Authorization (credentials go in the connection's auth)",
+	}, headerNotes)
+
+	// What each note advises, tried on the loader: the connection's headers take X-Tenant only.
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteYAML(&buf))
+	for header, takes := range map[string]bool{"X-Tenant": true, "Content-Type": false} {
+		conn := "connections:\n  - name: api\n    base_url: https://api.example.com\n    headers: {" + header + ": x}\n"
+		_, err := catalog.Load([]byte(conn + buf.String()))
+		if takes {
+			assert.NoError(t, err, "the note sends %s to the connection's headers", header)
+		} else {
+			assert.Error(t, err, "%s: the loader refuses it, so no note may send it there", header)
+		}
+	}
+}

@@ -197,7 +197,7 @@ func noBodyFor(method string) string {
 // except the idempotency key's header, which the gateway fills itself.
 func (b *toolBuilder) params(o operation) map[string]string {
 	idents := map[string]string{}
-	var leftQuery, leftHeader, leftCookie []string
+	var leftQuery, leftHeader, leftOwn, leftAuth, leftCookie []string
 	for _, p := range mergedParams(o.item.Parameters, o.op.Parameters) {
 		switch p.In {
 		case openapi3.ParameterInPath:
@@ -249,9 +249,14 @@ func (b *toolBuilder) params(o operation) map[string]string {
 			}
 			b.queryParams = append(b.queryParams, q)
 		case openapi3.ParameterInHeader:
-			if strings.EqualFold(p.Name, idempotencyHeader) {
+			switch {
+			case strings.EqualFold(p.Name, idempotencyHeader):
 				b.idempotencyHeader = p.Name
-			} else {
+			case catalog.SetByIdemgate(p.Name):
+				leftOwn = append(leftOwn, p.Name)
+			case strings.EqualFold(p.Name, "Authorization"):
+				leftAuth = append(leftAuth, p.Name)
+			default:
 				leftHeader = append(leftHeader, p.Name)
 			}
 		case openapi3.ParameterInCookie:
@@ -264,6 +269,12 @@ func (b *toolBuilder) params(o operation) map[string]string {
 	}
 	if len(leftHeader) > 0 {
 		b.note("left out: the header parameters %s (fixed values go in the connection's headers or http.headers)", strings.Join(leftHeader, ", "))
+	}
+	if len(leftOwn) > 0 {
+		b.note("left out: the header parameters %s (idemgate sets them itself: Content-Type from http.body)", strings.Join(leftOwn, ", "))
+	}
+	if len(leftAuth) > 0 {
+		b.note("left out: the header parameter %s (credentials go in the connection's auth)", strings.Join(leftAuth, ", "))
 	}
 	if len(leftCookie) > 0 {
 		b.note("left out: the cookie parameters %s", strings.Join(leftCookie, ", "))

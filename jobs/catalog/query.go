@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -101,4 +102,11 @@ func (t *Tool) QueryParams() []string {
 		out[i] = q.Param
 	}
 	return out
+}
+
+// SetByIdemgate reports whether idemgate sets the header itself on every request (Content-Type
+// from the body's encoding, Host, the idempotency and tracing headers, …): neither a
+// connection's headers nor http.headers may set it.
+func SetByIdemgate(name string) bool {
+	return slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name))
 }
