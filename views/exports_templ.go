@@ -52,7 +52,7 @@ func exportsBody(p ExportsPage) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<header class=\"page-header\"><h1>Exports</h1><p class=\"lead\">Download operation histories with their events, params masked. Each export is recorded in the audit log and ends with the chain head it was taken at, so it can be checked later with <code>idemgate audit verify --export FILE</code>.</p></header>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<header class=\"page-header\"><h1>Exports</h1><p class=\"lead\">Download operation histories with their events, params masked. Each export is recorded in the audit log and ends with the chain head it was taken at, so it can be checked later with <code>idemgate audit verify --export FILE --key KEYFILE</code>.</p></header>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/models"
 )
 
-const auditUsage = `usage: idemgate audit verify [--export FILE [--key KEYFILE] [--ledger]]
+const auditUsage = `usage: idemgate audit verify [--export FILE [--key KEYFILE] [--ledger] [--allow-unsigned]]
        idemgate audit export [--from T] [--to T]
        idemgate audit key generate | rotate | list [--pem KEY_ID]`
 
@@ -38,14 +38,22 @@ func (env *environment) auditVerify(ctx context.Context, args []string) error {
 	file := fs.String("export", "", "check this export file (NDJSON, CSV or an audit log export) offline instead of the ledger")
 	keyFile := fs.String("key", "", "with --export: the audit keys (idemgate audit key list, or GET /audit/keys) that must have signed it")
 	live := fs.Bool("ledger", false, "with --export: also check that the export's audit entry is in the ledger's chain")
+	unsigned := fs.Bool("allow-unsigned", false, "with --export and neither --key nor --ledger: check only that the file is consistent, and exit 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || ((*live || *keyFile != "") && *file == "") {
+	if fs.NArg() > 0 || ((*live || *keyFile != "" || *unsigned) && *file == "") {
 		return fmt.Errorf("%s", auditUsage)
 	}
 	if *file != "" {
-		return env.verifyExport(ctx, *file, *keyFile, *live)
+		if err := env.verifyExport(ctx, *file, *keyFile, *live); err != nil {
+			return err
+		}
+		if *keyFile == "" && !*live && !*unsigned {
+			// Consistent is not genuine: whoever rewrites a file can make it consistent.
+			return fmt.Errorf("%s is consistent, but nothing was verified cryptographically: give --key KEYFILE (or --ledger), or --allow-unsigned to accept a consistency check alone", *file)
+		}
+		return nil
 	}
 	_, closeDB, cp, err := env.verifiedChain(ctx)
 	if err != nil {

@@ -84,6 +84,8 @@ func TestAuditVerifyExportCommand(t *testing.T) {
 		t.Run("untouched, offline", func(t *testing.T) {
 			offline := &cliLedger{dsn: filepath.Join(t.TempDir(), "missing", "no.db")} // would fail to open
 			out, _, err := offline.run(t, "audit", "verify", "--export", path)
+			require.ErrorContains(t, err, "nothing was verified cryptographically", "without a key, consistency alone is not a pass")
+			out, _, err = offline.run(t, "audit", "verify", "--export", path, "--allow-unsigned")
 			require.NoError(t, err)
 			assert.Regexp(t, fmt.Sprintf(`^export ok: ndjson, 2 operations, 2 events, sha256 [0-9a-f]{64}, audit entry %d [0-9a-f]{64}\n$`, seededEntries+1), out)
 		})
@@ -109,8 +111,8 @@ func TestAuditVerifyExportCommand(t *testing.T) {
 		})
 		t.Run("forged with a recomputed entry: only the ledger tells", func(t *testing.T) {
 			forged := write(t, forge(t, file))
-			_, _, err := c.run(t, "audit", "verify", "--export", forged)
-			require.NoError(t, err, "a consistent forgery passes the offline check")
+			_, _, err := c.run(t, "audit", "verify", "--export", forged, "--allow-unsigned")
+			require.NoError(t, err, "a consistent forgery passes the offline consistency check")
 			_, _, err = c.run(t, "audit", "verify", "--export", forged, "--ledger")
 			require.ErrorContains(t, err, "the export's entry was not recorded")
 		})

@@ -6,9 +6,13 @@ package auditdoc
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,6 +148,49 @@ func TestAuditDocVerification(t *testing.T) {
 			assert.False(t, ok)
 			assert.Contains(t, a.keyPEM(t), "BEGIN PUBLIC KEY", "check.py passed: the forgery is consistent")
 			assert.Contains(t, out, "Signature Verification Failure", "openssl is what refuses it")
+		})
+		t.Run("a forgery re-signed with another key fails though the key file's pem is swapped", func(t *testing.T) {
+			// The security review's forgery (issue 47, finding 4): the export re-signed with an
+			// attacker's key, and a key file that keeps the genuine key_id and public_key but
+			// carries the attacker's pem. The page's check derives the key from public_key.
+			forged := forge(t, ndjson, func(ls [][]byte) {
+				ls[0] = bytes.Replace(ls[0], []byte(`"amount":1999`), []byte(`"amount":9999`), 1)
+			})
+			pub, priv, err := ed25519.GenerateKey(nil)
+			require.NoError(t, err)
+			ls := bytes.SplitAfter(forged, []byte("\n"))
+			ls = ls[:len(ls)-1]
+			var sig map[string]string
+			require.NoError(t, json.Unmarshal(ls[len(ls)-1], &sig))
+			sig["signature"] = base64.StdEncoding.EncodeToString(ed25519.Sign(priv, ls[len(ls)-2]))
+			ls[len(ls)-1] = mustLine(t, sig)
+			forged = bytes.Join(ls, nil)
+
+			der, err := x509.MarshalPKIXPublicKey(pub)
+			require.NoError(t, err)
+			var keys struct {
+				Keys []map[string]any `json:"keys"`
+			}
+			genuine, err := os.ReadFile(a.keyFile)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(genuine, &keys))
+			for _, k := range keys.Keys {
+				if k["key_id"] == sig["key_id"] {
+					k["pem"] = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+				}
+			}
+			swapped := auditor{dir: a.dir, keyFile: filepath.Join(a.dir, "swapped-keys.json")}
+			require.NoError(t, os.WriteFile(swapped.keyFile, mustLine(t, keys), 0o600))
+
+			out, ok := swapped.verify(t, forged)
+			assert.False(t, ok, "the swapped pem must not vouch for the forgery:\n%s", out)
+			assert.NotContains(t, out, "Signature Verified Successfully")
+			path := filepath.Join(t.TempDir(), "forged")
+			require.NoError(t, os.WriteFile(path, forged, 0o600))
+			cmd := exec.Command(bin, "audit", "verify", "--export", path, "--key", swapped.keyFile)
+			cmd.Env = append(os.Environ(), env...)
+			got, err := cmd.CombinedOutput()
+			assert.Error(t, err, "idemgate audit verify refuses it too: %s", got)
 		})
 		t.Run("an audit entry changed and the chain recomputed fails the signature", func(t *testing.T) {
 			out, ok := a.verify(t, forge(t, auditLog, func(ls [][]byte) {

@@ -127,9 +127,29 @@ type fileScan struct {
 	audit    auditScan
 }
 
+// MaxLine bounds one line of an export being verified: idemgate writes none near it (an
+// operation's line holds its bounded params, result and events), and a file that holds one is
+// refused before it is read into memory whole.
+const MaxLine = 16 << 20
+
+// readLine reads up to and including the next newline, refusing a line longer than MaxLine.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine {
+			return nil, fmt.Errorf("export: a line is longer than %d MiB: this is not a file idemgate wrote", MaxLine>>20)
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
 func (s *fileScan) read(br *bufio.Reader) error {
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br)
 		if len(line) > 0 {
 			s.body(s.trailer)
 			if s.last == nil {
