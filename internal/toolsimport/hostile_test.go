@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +14,38 @@ import (
 )
 
 // fanOut is a document of a few kilobytes whose schemas each name the next forty times, five
-// deep: expanded, 40^4 schemas per operation. Before the bound an import of it took 3.7 GB.
+// deep: expanded, 40^4 schemas per operation. Before the bound an import of it took 3.7 GB. Each
+// schema has a description of a kilobyte, so the expansion passes its 64 MiB in bytes before it
+// passes its count of schemas (TestImportBoundsItsOwnMemory tests that one).
 func fanOut(t *testing.T) []byte {
 	t.Helper()
-	schemas := map[string]any{"S5": map[string]any{"type": "string"}}
+	described := strings.Repeat("d", 1024)
+	schemas := map[string]any{"S5": map[string]any{"type": "string", "description": described}}
 	for k := range 5 {
 		props := map[string]any{}
 		for i := range 40 {
+			props[fmt.Sprintf("p%d", i)] = map[string]any{"$ref": fmt.Sprintf("#/components/schemas/S%d", k+1)}
+		}
+		schemas[fmt.Sprintf("S%d", k)] = map[string]any{"type": "object", "properties": props, "description": described}
+	}
+	body := map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/S0"}}}}
+	doc := map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "fan", "version": "1"},
+		"servers": []any{map[string]any{"url": "https://api.example.com"}},
+		"paths": map[string]any{"/r": map[string]any{"post": map[string]any{"operationId": "r", "requestBody": body,
+			"responses": map[string]any{"200": map[string]any{"description": "ok"}}}}},
+		"components": map[string]any{"schemas": schemas}}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	return b
+}
+
+// fanOutDoc is a document whose schemas each name the next width times, depth deep.
+func fanOutDoc(t *testing.T, width, depth int) []byte {
+	t.Helper()
+	schemas := map[string]any{fmt.Sprintf("S%d", depth): map[string]any{"type": "string"}}
+	for k := range depth {
+		props := map[string]any{}
+		for i := range width {
 			props[fmt.Sprintf("p%d", i)] = map[string]any{"$ref": fmt.Sprintf("#/components/schemas/S%d", k+1)}
 		}
 		schemas[fmt.Sprintf("S%d", k)] = map[string]any{"type": "object", "properties": props}
@@ -33,6 +59,26 @@ func fanOut(t *testing.T) []byte {
 	b, err := json.Marshal(doc)
 	require.NoError(t, err)
 	return b
+}
+
+// TestImportBoundsItsOwnMemory (issue 50 item 10): a 13 KB document whose schemas each name the
+// next 25 times, 12 deep, expands to 400,000 small schemas whose printed size stays under the
+// 64 MiB bound; their maps took 512 MB within a second. The count of schemas expanded is bounded,
+// so the import is refused having allocated a bounded amount. Not parallel: the allocation is
+// measured for the whole process, and this package's parallel tests wait until it is done.
+func TestImportBoundsItsOwnMemory(t *testing.T) {
+	data := fanOutDoc(t, 25, 12)
+	require.Less(t, len(data), 16<<10)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := OpenAPI(data, OpenAPIOptions{expansionTime: 10 * time.Minute})
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "operation r: its $refs expand past 100000 schemas: the document is refused")
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d MB before refusing", allocated>>20)
+	assert.Less(t, allocated, uint64(256<<20), "the import allocated %d MB", allocated>>20)
 }
 
 func TestImportRefusesAnExpansionPastItsBound(t *testing.T) {
