@@ -1,11 +1,13 @@
 package e2e_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,12 +197,26 @@ func TestListOperations(t *testing.T) {
 			assert.JSONEq(t, string(getOp(t, g, g.Key, awaiting).Body), string(b))
 		})
 
-		for _, q := range []string{"state=DONE", "limit=0", "limit=-1", "limit=abc", "limit=501", "cursor=%21%21%21", "cursor=not+base64"} {
+		// Cursors idemgate did not issue (issue 50 item 6): base64url text that decodes ("garbage"
+		// was answered 200 with a page), a bare operation id as cursors once were, and an
+		// issued cursor with its tag altered.
+		issued := *list(t, g, "limit=1").NextCursor
+		idPart, tagPart, _ := strings.Cut(issued, ".")
+		altered := idPart + "." + strings.Map(func(r rune) rune {
+			if r == 'A' {
+				return 'B'
+			}
+			return 'A'
+		}, tagPart)
+		bare := base64.RawURLEncoding.EncodeToString([]byte(awaiting))
+		for _, q := range []string{"state=DONE", "limit=0", "limit=-1", "limit=abc", "limit=501", "cursor=%21%21%21", "cursor=not+base64",
+			"cursor=garbage", "cursor=" + bare, "cursor=" + altered, "cursor=" + idPart} {
 			t.Run("bad query "+q, func(t *testing.T) {
 				r := g.Do(t, http.MethodGet, "/v1/operations?"+q, g.Key, nil, "")
 				requireProblem(t, g, r, http.StatusBadRequest, "invalid-query")
 			})
 		}
+		assert.Equal(t, http.StatusOK, g.Do(t, http.MethodGet, "/v1/operations?limit=1&cursor="+url.QueryEscape(issued), g.Key, nil, "").Status)
 	})
 }
 

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -48,7 +47,7 @@ func (a *API) ListOperations(c echo.Context) error {
 	if c.QueryParams().Has("key") {
 		return a.byKey(c, c.QueryParam("key"))
 	}
-	f, err := listFilter(c, caller)
+	f, err := listFilter(c, caller, a.Ledger)
 	if err != nil {
 		return err
 	}
@@ -61,7 +60,7 @@ func (a *API) ListOperations(c echo.Context) error {
 		out.Operations = append(out.Operations, renderOperation(a.Catalog, op))
 	}
 	if more {
-		cur := base64.RawURLEncoding.EncodeToString([]byte(ops[len(ops)-1].ID))
+		cur := a.Ledger.ListCursor(caller.Tenant, ops[len(ops)-1].ID)
 		out.NextCursor = &cur
 	}
 	return c.JSON(http.StatusOK, out)
@@ -97,7 +96,7 @@ func (a *API) byKey(c echo.Context, key string) error {
 	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
 }
 
-func listFilter(c echo.Context, caller *models.Caller) (models.ListFilter, error) {
+func listFilter(c echo.Context, caller *models.Caller, ledger *models.Ledger) (models.ListFilter, error) {
 	f := models.ListFilter{Limit: 50, State: models.State(c.QueryParam("state")), Tool: c.QueryParam("tool"),
 		WorkflowRunID: c.QueryParam("workflow_run_id")}
 	if f.State != "" && !f.State.Valid() {
@@ -111,11 +110,13 @@ func listFilter(c echo.Context, caller *models.Caller) (models.ListFilter, error
 		f.Limit = n
 	}
 	if v := c.QueryParam("cursor"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(b) == 0 {
+		// Signed (models.ListCursor): text idemgate did not issue, or issued to another
+		// tenant, is refused rather than read as a place in the list.
+		id, err := ledger.ParseListCursor(caller.Tenant, v)
+		if err != nil {
 			return f, problem(problems.InvalidQuery, "cursor is not one this API returned")
 		}
-		f.Before = string(b)
+		f.Before = id
 	}
 	if !caller.AllowsTool("*") {
 		f.Tools = strings.Split(caller.Key.Tools, ",")
