@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -161,7 +162,7 @@ func (h *Console) CreateUser(c echo.Context) error {
 		if err != nil {
 			return h.adminDone(c, err, "", "#users")
 		}
-		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Invite: c.Scheme() + "://" + c.Request().Host + "/invite/" + token,
+		h.Sessions.SetFlash(c, Flash{Kind: string(views.NoticeSuccess), Invite: inviteLink(h.Ledger.PublicURL(), c.Request(), token),
 			Message: "User " + u.Email + " (" + string(u.Role) + ", " + tenantsText(u.TenantList()) + ") invited: they choose their password through the link below."})
 		return c.Redirect(http.StatusSeeOther, "/admin#users")
 	}
@@ -256,4 +257,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// inviteLink is the link an invited person opens: on --public-url, like every link idemgate
+// gives out. Without one, the address the admin reached the console at, its scheme from the
+// connection itself: never from X-Forwarded-Proto, which anyone in front may write.
+func inviteLink(publicURL string, r *http.Request, token string) string {
+	path := "/invite/" + url.PathEscape(token)
+	if publicURL != "" {
+		return publicURL + path
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + path
 }

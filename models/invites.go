@@ -44,6 +44,17 @@ CREATE TABLE user_invites (
 );
 `
 
+// PublicURL is the console's address as people reach it (serve --public-url), without a
+// trailing slash; "" when none was given. Links people follow are built on it.
+func (l *Ledger) PublicURL() string { return l.publicURL }
+
+// expireInvites ends every invite of user id still outstanding: an invite is an offer to set
+// the first credentials of the account as it was, and stops being one when an admin sets the
+// password, disables or enables the account.
+func expireInvites(tx *gorm.DB, id string, now time.Time) error {
+	return tx.Model(&Invite{}).Where("user_id = ? AND used_at IS NULL AND expires_at > ?", id, now).Update("expires_at", now).Error
+}
+
 func inviteHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
@@ -121,8 +132,12 @@ func (l *Ledger) AcceptInvite(ctx context.Context, token, password string) (*Use
 		if res.RowsAffected != 1 {
 			return nil, errInvite
 		}
-		if err := tx.Model(&User{}).Where("id = ? AND disabled_at IS NULL", u.ID).Update("password_hash", hash).Error; err != nil {
-			return nil, err
+		res = tx.Model(&User{}).Where("id = ? AND disabled_at IS NULL", u.ID).Update("password_hash", hash)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return nil, errInvite // disabled since the link was read: the token stays unused
 		}
 		_, err := l.appendAudit(tx, now, AuditInput{Actor: "user:" + u.Email, Action: "user.invite_accept", Outcome: OutcomeOK,
 			Detail: map[string]any{"user_id": u.ID}})

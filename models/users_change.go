@@ -87,6 +87,11 @@ func (l *Ledger) ChangeUser(ctx context.Context, s Scope, by Requester, id strin
 				return nil, err
 			}
 		}
+		if ch.Disable != nil || ch.Password != "" {
+			if err := expireInvites(tx, u.ID, now); err != nil {
+				return nil, err
+			}
+		}
 		_, err := l.appendAudit(tx, now, by.entry(action, tenant, detail))
 		return nil, err
 	})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -155,7 +156,7 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 		if err := tx.Create(&sub).Error; err != nil {
 			return nil, err
 		}
-		detail := map[string]any{"webhook_id": sub.ID, "url": sub.URL, "events": sub.Events, "allow_private": sub.AllowPrivate, "format": sub.Format}
+		detail := map[string]any{"webhook_id": sub.ID, "url": AuditedURL(sub.URL), "events": sub.Events, "allow_private": sub.AllowPrivate, "format": sub.Format}
 		if routingKey != "" {
 			detail["routing_key"] = routingKey
 		}
@@ -168,6 +169,24 @@ func (l *Ledger) CreateWebhook(ctx context.Context, s Scope, by Requester, in Ne
 	}
 	sub.Secret, sub.RoutingKeySealed = "", nil
 	return &CreatedWebhook{Subscription: sub, Secret: secret}, nil
+}
+
+// AuditedURL is a subscription's URL as the audit log keeps it: scheme and host, then the last
+// four characters of the rest. A Slack or Teams incoming webhook URL is itself the credential
+// (whoever holds it may post to the channel), and auditors, exports and signed histories must
+// not carry it; many other receivers put a token in the path or query too.
+func AuditedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "…"
+	}
+	rest := strings.TrimPrefix(raw, u.Scheme+"://"+u.Host)
+	if r := []rune(rest); len(r) > 8 {
+		rest = "/…" + string(r[len(r)-4:])
+	} else if rest != "" && rest != "/" {
+		rest = "/…"
+	}
+	return u.Scheme + "://" + u.Host + rest
 }
 
 // webhookColumns are the columns lists read: never the secret, never the sealed routing key.
@@ -215,7 +234,7 @@ func (l *Ledger) DeleteWebhook(ctx context.Context, s Scope, by Requester, id st
 			return nil, err
 		}
 		_, err = l.appendAudit(tx, now, AuditInput{Actor: by.Actor, Action: "webhook.delete", Tenant: sub.Tenant, Outcome: "ok",
-			RequestID: by.RequestID, Detail: map[string]any{"webhook_id": sub.ID, "url": sub.URL}})
+			RequestID: by.RequestID, Detail: map[string]any{"webhook_id": sub.ID, "url": AuditedURL(sub.URL)}})
 		return nil, err
 	})
 	if err != nil {
