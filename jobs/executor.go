@@ -266,7 +266,7 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 		Retry: tool.Retry, RetryAfter: resp.RetryAfter, Now: e.now(), Jitter: rand.Float64(),
 	})
 	out := models.AttemptOutcome{Class: string(class), DownstreamStatus: resp.Status, Latency: resp.Latency, TraceID: traceID,
-		To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describe(class, resp)}
+		AbortedAt: resp.AbortedAt, To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describe(class, resp)}
 	if resp.Err != nil {
 		out.Error = resp.Err.Error()
 	} else if resp.BodyErr != nil {

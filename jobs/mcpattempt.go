@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/downstream"
@@ -44,15 +45,23 @@ func ClassifyMCP(o mcpclient.Outcome) Class {
 }
 
 // mcpCall sends one tools/call about op: its params as the arguments (with the downstream key
-// in idempotency_argument, when the tool names one) and idemgate's _meta.
-func (e *Executor) mcpCall(ctx context.Context, tool *catalog.Tool, op *models.Operation, name string, args map[string]any, secrets *catalog.Secrets) (mcpclient.Outcome, string) {
+// in idempotency_argument, when the tool names one) and idemgate's _meta. A call over HTTP
+// that ends without an answer (the timeout, the stream broken) resets the connections still
+// carrying it before it returns, as an HTTP attempt does (jobs/downstream abort.go); abortedAt
+// is when, zero when nothing was reset.
+func (e *Executor) mcpCall(ctx context.Context, tool *catalog.Tool, op *models.Operation, name string, args map[string]any, secrets *catalog.Secrets) (res mcpclient.Outcome, traceID string, abortedAt time.Time) {
 	h := http.Header{}
-	traceID := injectTraceparent(ctx, h)
+	traceID = injectTraceparent(ctx, h)
 	meta := map[string]any{MetaOperation: op.ID, MetaDownstreamKey: op.DownstreamKeySent()}
 	if tp := h.Get("Traceparent"); tp != "" {
 		meta["traceparent"] = tp
 	}
-	return e.mcp.Call(ctx, tool.MCP.Server, name, args, meta, tool.HTTP.Timeout, secrets), traceID
+	ctx, att := downstream.WithAttempt(ctx, tool.HTTP.Timeout)
+	res = e.mcp.Call(ctx, tool.MCP.Server, name, args, meta, tool.HTTP.Timeout, secrets)
+	if res.Err != nil || res.NotSent != nil {
+		abortedAt = att.Abort()
+	}
+	return res, traceID, abortedAt
 }
 
 // attemptMCP is attempt for a tool of an MCP server.
@@ -68,7 +77,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 	if a := tool.MCP.IdempotencyArgument; a != "" {
 		args[a] = op.DownstreamKeySent()
 	}
-	res, traceID := e.mcpCall(ctx, tool, op, tool.MCP.Upstream, args, cd.secrets)
+	res, traceID, abortedAt := e.mcpCall(ctx, tool, op, tool.MCP.Upstream, args, cd.secrets)
 	class := ClassifyMCP(res)
 	res = scrubbedMCP(cd.secrets, res)
 	e.meter.Attempt(tool.Name, string(class), res.Latency)
@@ -76,7 +85,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
 		Retry: tool.Retry, Now: e.now(), Jitter: rand.Float64(),
 	})
-	out := models.AttemptOutcome{Class: string(class), Latency: res.Latency, TraceID: traceID,
+	out := models.AttemptOutcome{Class: string(class), Latency: res.Latency, TraceID: traceID, AbortedAt: abortedAt,
 		To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describeMCP(class, res)}
 	switch {
 	case res.NotSent != nil:
@@ -109,9 +118,9 @@ func (e *Executor) lookUpMCP(ctx context.Context, tool *catalog.Tool, op *models
 	if err != nil {
 		return downstream.Response{}, true, "", err
 	}
-	res, traceID := e.mcpCall(ctx, tool, op, tool.Reconcile.MCP.Tool, args, cd.secrets)
+	res, traceID, abortedAt := e.mcpCall(ctx, tool, op, tool.Reconcile.MCP.Tool, args, cd.secrets)
 	res = scrubbedMCP(cd.secrets, res)
-	resp := downstream.Response{Latency: res.Latency}
+	resp := downstream.Response{Latency: res.Latency, AbortedAt: abortedAt}
 	switch {
 	case res.NotSent != nil:
 		resp.Err = res.NotSent

@@ -39,6 +39,11 @@ type AttemptOutcome struct {
 	ErrorClass     string // FAILED_FINAL / UNKNOWN: the class recorded on the operation
 	ErrorMessage   string
 	NextAttemptAt  time.Time // PENDING: when the retry is due
+	// AbortedAt is when the attempt's connection was reset because its answer never came
+	// (jobs/downstream: the attempt is over only when its request can no longer arrive); zero
+	// when nothing was reset. It is recorded on the attempt's event, and an UNKNOWN outcome
+	// counts its reconcile settle window from it when it is later than the recording.
+	AbortedAt time.Time
 }
 
 // FinishAttempt records the end of c's attempt and moves the operation to out.To, fenced by the
@@ -134,6 +139,9 @@ func finishingOf(now time.Time, c Claimed, worker string, out AttemptOutcome, op
 	if out.Note != "" {
 		detail["note"] = out.Note
 	}
+	if !out.AbortedAt.IsZero() {
+		detail["aborted_at"] = out.AbortedAt.UTC().Format(time.RFC3339Nano)
+	}
 	actor := "worker:" + worker
 	f := &finishing{finished: eventInput{op: op, typ: EventAttemptFinished, attempt: at.Number, actor: actor, detail: detail}}
 	ch := change{from: StateRunning, to: out.To, fence: at.Fence, actor: actor, attempt: at.Number}
@@ -169,6 +177,10 @@ func finishingOf(now time.Time, c Claimed, worker string, out AttemptOutcome, op
 		ch.apply = func(o *Operation) []string {
 			o.Ambiguous = ambiguous
 			cols := append(setError(out.ErrorClass, out.ErrorMessage, out.DownstreamStatus)(o), "ambiguous")
+			if since := settleFrom(now, out.AbortedAt); out.To == StateUnknown && since.After(now) {
+				o.UnknownSince = &since
+				cols = append(cols, "unknown_since")
+			}
 			return append(cols, setUpstream(o, out.UpstreamResult)...)
 		}
 	}
@@ -252,6 +264,20 @@ func (l *Ledger) finishInBatch(ctx context.Context, f *finishing) (written bool,
 	}
 	l.committed(ctx, []string{f.next.ID}, transitions)
 	return true, nil
+}
+
+// settleFrom is when an UNKNOWN outcome's settle window starts: its recording (now), or the
+// abort of the attempt's connection when that is later (a clock ahead of the ledger's), rounded
+// up to the ledger's microseconds so the window is never shorter than from the abort.
+func settleFrom(now, abortedAt time.Time) time.Time {
+	if !abortedAt.After(now) {
+		return now
+	}
+	t := abortedAt.UTC()
+	if r := t.Truncate(time.Microsecond); r.Before(t) {
+		t = r.Add(time.Microsecond)
+	}
+	return t
 }
 
 // attemptClose is what closing an open attempt's row writes; stale is the error when the row

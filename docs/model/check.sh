@@ -70,6 +70,12 @@ mutations=(
 	"MUT_CANCEL_AMBIGUOUS|-DKEYED=1 -DMUT_CANCEL_AMBIGUOUS"
 	"MUT_BATCH_CUT_RUNS|-DKEYED=0 -DBATCH -DMUT_BATCH_CUT_RUNS"
 	"MUT_BATCH_CHECK_EARLY|-DKEYED=0 -DBATCH -DMUT_BATCH_CHECK_EARLY"
+	# Late delivery (issue 48): the old rule (close, not reset) and settle counted from the
+	# attempt's start. DUP_ONLY leaves the "no false failure" assertion out, so that the
+	# counterexample must be a second request while the first may still commit.
+	"MUT_LATE_CLOSE|-DKEYED=0 -DMUT_LATE_CLOSE"
+	"MUT_LATE_CLOSE.dup|-DKEYED=0 -DMUT_LATE_CLOSE -DDUP_ONLY"
+	"MUT_SETTLE_FROM_START|-DKEYED=0 -DMUT_SETTLE_FROM_START"
 )
 # With batching on, every mutation above must still be caught.
 for m in "${mutations[@]}"; do

@@ -30,6 +30,12 @@
  *                         (bug (c), fixed in jobs/policy.go Decide and models FinishAttempt).
  *   MUT_CANCEL_AMBIGUOUS  cancel ends a PENDING retry of an ambiguous attempt (bug (d), fixed in
  *                         models/attempts.go Cancel).
+ *   MUT_LATE_CLOSE        the old rule: a request that timed out is closed, not reset, so the
+ *                         kernel keeps sending it from the orphaned socket and it can arrive at
+ *                         any time later (issue 48; fixed in jobs/downstream abort.go).
+ *   MUT_SETTLE_FROM_START the settle window of an attempt that timed out counted from the
+ *                         attempt's start, not from the abort of its connection (fixed in
+ *                         models/attempts.go settleFrom, jobs/downstream Response.AbortedAt).
  *   NO_PAUSE_BOUND        drops the timing assumption (a live process sends its request within
  *                         its lease): shows why the lease margin matters. Informational.
  */
@@ -66,10 +72,15 @@
 #define C_REJ    4   /* other 4xx */
 
 /* Time, in ticks. A request can commit while its deadline has not passed (D, the tool's
- * timeout); a commit is visible to look-ups at most VIS ticks later; the settle window S
- * covers both (S >= D + VIS - 1, the tools file's reconcile.settle); a lease is the timeout
- * plus the margin (Executor.LeaseFor); a probe's claim lasts PL (Recovery.probeLease). */
+ * timeout); at the deadline its connection is reset (the abort: SO_LINGER 0, and a socket
+ * orphaned by a kill gives up by TCP_USER_TIMEOUT <= D), after which only what was already in
+ * the network can still arrive, within NET ticks (the one timing assumption about the
+ * network, docs/STATES.md); a commit is visible to look-ups at most VIS ticks later; the
+ * settle window S, counted from the abort (or from the UNKNOWN that follows it), covers both
+ * (S >= NET + VIS - 1, the tools file's reconcile.settle); a lease is the timeout plus the
+ * margin (Executor.LeaseFor); a probe's claim lasts PL (Recovery.probeLease). */
 #define D     1
+#define NET   1
 #define VIS   1
 #define S     1
 #define LEASE 2
@@ -103,7 +114,8 @@ bit  att_open[NA];     /* attempts rows: finished_at IS NULL */
 /* The downstream. */
 byte req_st[NA];       /* per attempt: the request it sent */
 #define R_NONE     0
-#define R_SENT     1   /* in flight: it may still commit while req_left > 0 */
+#define R_SENT     1   /* in flight: it may still arrive and commit while req_left > 0; its
+                        * deadline has passed (and its connection was reset) once req_left <= NET */
 #define R_ANSWERED 2
 byte req_left[NA];
 byte req_ans[NA];      /* the class of the answer the caller reads */
@@ -133,7 +145,9 @@ byte reviews;          /* reviewer actions taken (a person decides once) */
 /* The safety properties, checked after every step that changes the row or the downstream. */
 inline check() {
 	assert(effects <= 1);                                      /* at most one effect */
+#ifndef DUP_ONLY   /* DUP_ONLY: a mutation's counterexample must be a second effect */
 	assert(!(st == FAIL && effects > 0 && !reviewer_failed));  /* committed never FAILED_FINAL */
+#endif
 	assert(was_term == 0 || st == was_term);                   /* terminal never changes */
 	if
 	:: terminal(st) -> was_term = st
@@ -145,6 +159,19 @@ inline check() {
  * settle window starts. */
 inline to_unknown() {
 	st = UNKNOWN; lease_left = 0; settle_left = S; probe_left = 0
+}
+
+/* The executor's UNKNOWN after its attempt: the window counts from the abort, which the
+ * outcome write follows. MUT_SETTLE_FROM_START counts it from the attempt's start instead:
+ * after a timeout (tmo) D ticks of it have already run. */
+inline unknown_after_attempt() {
+	to_unknown();
+#ifdef MUT_SETTLE_FROM_START
+	if
+	:: tmo -> settle_left = (S > D -> S - D : 0)
+	:: else -> skip
+	fi
+#endif
 }
 
 /* Leaving UNKNOWN or RUNNING for another state: the countdowns of the state left no longer
@@ -190,6 +217,7 @@ inline decide() {
 proctype Executor(byte g) {
 	byte mya, cls, to;
 	bit myamb, wasamb;
+	bit tmo;     /* the attempt ended by its timeout (and the abort of its connection) */
 	bit early;   /* MUT_BATCH_CHECK_EARLY: the outcome's check, made when it was queued */
 	do
 	:: true ->
@@ -263,12 +291,13 @@ proctype Executor(byte g) {
 				 * earlier one of this operation took, or may still take, effect. */
 				assert(effects == 0 && !inflight);
 #endif
-				req_st[mya] = R_SENT; req_left[mya] = D; wphase[g] = 2 }
+				req_st[mya] = R_SENT; req_left[mya] = D + NET; wphase[g] = 2 }
 				do
 				:: atomic { req_st[mya] == R_ANSWERED -> cls = req_ans[mya]; req_ans[mya] = 0; decide(); break }
-				:: atomic { req_st[mya] == R_SENT && req_left[mya] == 0 -> cls = C_AMB; decide(); break } /* timeout */
+				/* timeout: the connection was reset at the deadline (Connector.Do, abort.go) */
+				:: atomic { req_st[mya] == R_SENT && req_left[mya] <= NET -> cls = C_AMB; tmo = 1; decide(); break }
 				/* Executor.heartbeat → Ledger.ExtendLease: fenced, and the attempt open. */
-				:: atomic { req_st[mya] == R_SENT && req_left[mya] > 0 &&
+				:: atomic { req_st[mya] == R_SENT && req_left[mya] > NET &&
 				            st == RUNNING && etok[g] && att_open[mya] -> lease_left = LEASE }
 				od
 			fi;
@@ -304,7 +333,7 @@ proctype Executor(byte g) {
 #endif
 					att_open[mya] = 0;
 					if
-					:: to == UNKNOWN -> to_unknown()
+					:: to == UNKNOWN -> unknown_after_attempt()
 					:: else -> settle_to(to)
 					fi;
 					ambiguous = myamb;
@@ -330,19 +359,19 @@ proctype Executor(byte g) {
 #endif
 					att_open[mya] = 0;
 					if
-					:: to == UNKNOWN -> to_unknown()
+					:: to == UNKNOWN -> unknown_after_attempt()
 					:: else -> settle_to(to)
 					fi;
 					ambiguous = myamb;
 					check()
 				:: else -> skip   /* CodeStale: the lease was lost */
 				fi;
-				wphase[g] = 0; etok[g] = 0; mya = 0; to = 0; myamb = 0; wasamb = 0 }
+				wphase[g] = 0; etok[g] = 0; mya = 0; to = 0; myamb = 0; wasamb = 0; tmo = 0 }
 over:		skip
 		} unless { killE[g] };
 		/* Killed (or done): everything in memory is gone. */
 		atomic { killE[g] = 0; wphase[g] = 0; etok[g] = 0; mya = 0; cls = 0; to = 0; myamb = 0; wasamb = 0;
-			queued[g] = 0; early = 0 }
+			queued[g] = 0; early = 0; tmo = 0 }
 	od
 }
 
@@ -409,8 +438,9 @@ proctype Reconciler(byte g) {
 /* The downstream (internal/sandbox): as adversarial as the sandbox's fault modes. Faults
  * that commit nothing (error 500, throttle 429, unavailable 503, reject 422, hang, a reset)
  * strike before the key is even looked at; after the commit the answer may be lost (reset,
- * 500, hang). A request may be processed at any moment before its deadline, even after its
- * caller was killed. */
+ * 500, hang). A request may be processed at any moment while it can still arrive: before its
+ * deadline, even after its caller was killed (the orphaned socket gives up by
+ * TCP_USER_TIMEOUT), and for NET ticks after the abort (what was already in the network). */
 inline serve(i) {
 	atomic { req_st[i] == R_SENT && req_left[i] > 0 ->
 		if
@@ -517,7 +547,13 @@ proctype Clock() {
 		if :: vis_left > 0 -> vis_left-- :: else -> skip fi;
 		i = 1;
 		do
+#ifndef MUT_LATE_CLOSE
 		:: i < NA -> if :: req_left[i] > 0 -> req_left[i]-- :: else -> skip fi; i++
+#else
+		/* A plain close: the kernel retransmits the request for many minutes, longer than any
+		 * settle window, so a request past its deadline can still arrive at any time. */
+		:: i < NA -> if :: req_left[i] > 1 -> req_left[i]-- :: else -> skip fi; i++
+#endif
 		:: else -> i = 0; break
 		od }
 	od

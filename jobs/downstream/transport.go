@@ -9,6 +9,7 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,6 +59,10 @@ type Response struct {
 	BodyErr     error
 	Unbuildable error
 	Latency     time.Duration
+	// AbortedAt is when the request's connection was reset because its answer was not read
+	// to the end (a timeout, a cancel, a broken answer); zero when none was. No byte of the
+	// request leaves this host after it (abort.go).
+	AbortedAt time.Time
 	// Credentials are the values of every credential the request carried (secrets, OAuth2
 	// tokens, their encoded forms): the caller masks them in whatever it keeps of the answer.
 	Credentials []string
@@ -96,13 +101,19 @@ func New(cfg Config) *Connector {
 	// Shorter than common server idle timeouts, so we rarely write into a connection the
 	// server has just closed (which would look ambiguous).
 	tr.IdleConnTimeout = 30 * time.Second
+	// Every connection is guarded (abort.go), and carries one request at a time: HTTP/2 would
+	// multiplex requests on one connection, and resetting it for one attempt's timeout would
+	// cut the others (while a stream's own cancel leaves its data free to arrive).
+	tr.DialContext = dialer()
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	return &Connector{base: tr, client: newClient(tr), secrets: cfg.TenantSecrets,
 		clients: map[*catalog.Connection]*http.Client{}}
 }
 
 func newClient(tr http.RoundTripper) *http.Client {
 	return &http.Client{
-		Transport:     tr,
+		Transport:     guarded{base: tr},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -134,6 +145,17 @@ func (cn *Connector) clientFor(c *catalog.Connection) (*http.Client, error) {
 func (cn *Connector) Do(ctx context.Context, c Call) (r Response) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	ctx, att := WithAttempt(ctx, c.Timeout)
+	// A call that ends without its answer read whole (a timeout, a cancel, a broken answer)
+	// resets the connection still carrying its request before Do returns: the attempt is
+	// over only when its request can no longer arrive.
+	defer func() {
+		if r.Err != nil || r.BodyErr != nil {
+			r.AbortedAt = att.Abort()
+		} else {
+			att.release()
+		}
+	}()
 	body, contentType, err := encodeBody(c)
 	if err != nil {
 		r.Unbuildable = err
