@@ -93,7 +93,8 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 		Email, Tenants string
 		EmailDigest    bool
 	}
-	if err := tx.Model(&User{}).Select("email, tenants, email_digest").Where("disabled_at IS NULL AND email_muted = ? AND role IN ?", false,
+	// Only people who can sign in: an invited user who has not accepted yet gets nothing.
+	if err := tx.Model(&User{}).Select("email, tenants, email_digest").Where("disabled_at IS NULL AND email_muted = ? AND role IN ? AND "+canSignIn, false,
 		[]Role{RoleReviewer, RoleAdmin}).Find(&users).Error; err != nil {
 		return fmt.Errorf("reviewers of %s: %w", op.Tenant, err)
 	}
@@ -102,13 +103,25 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 	if err != nil {
 		return err
 	}
+	var recipients []string
 	for _, u := range users {
-		if ts := (&User{Tenants: u.Tenants}).TenantList(); ts != nil && !slices.Contains(ts, op.Tenant) {
+		if ts := (&User{Tenants: u.Tenants}).TenantList(); ts == nil || slices.Contains(ts, op.Tenant) {
+			recipients = append(recipients, u.Email)
+		}
+	}
+	sentThisHour, err := emailsThisHour(tx, recipients, now)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if !slices.Contains(recipients, u.Email) {
 			continue
 		}
 		due := now
-		if u.EmailDigest {
-			due = NextDigest(now)
+		// Past the hour's cap, a person's reviews fold into their hourly digest: an agent
+		// that opens reviews in a loop cannot flood a reviewer's inbox.
+		if u.EmailDigest || sentThisHour[u.Email] >= EmailsPerHour {
+			u.EmailDigest, due = true, NextDigest(now)
 		}
 		rows = append(rows, Email{ID: newID("eml"), Tenant: op.Tenant, ReviewID: *op.ReviewID, OperationID: op.ID, Event: n.typ,
 			Recipient: u.Email, Payload: string(body), Digest: u.EmailDigest, Status: EmailPending, NextAttemptAt: due, CreatedAt: now})
@@ -117,6 +130,37 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 		return nil
 	}
 	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
+}
+
+// EmailsPerHour is how many emails, one per review, a person gets in an hour; the reviews after
+// that come in their next hourly digest.
+const EmailsPerHour = 10
+
+// canSignIn is the condition on users that they can sign in: a password of their own or an
+// identity provider. An invited user has neither until they accept.
+const canSignIn = "(COALESCE(password_hash, '') <> '' OR COALESCE(issuer, '') <> '')"
+
+// emailsThisHour counts the single emails (not digests) written to each of recipients in the
+// hour before now.
+func emailsThisHour(tx *gorm.DB, recipients []string, now time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	if len(recipients) == 0 {
+		return out, nil
+	}
+	var counts []struct {
+		Recipient string
+		N         int
+	}
+	err := tx.Model(&Email{}).Select("recipient, count(*) AS n").
+		Where("recipient IN ? AND created_at > ? AND digest = ?", recipients, now.Add(-time.Hour), false).
+		Group("recipient").Find(&counts).Error
+	if err != nil {
+		return nil, fmt.Errorf("emails this hour: %w", err)
+	}
+	for _, c := range counts {
+		out[c.Recipient] = c.N
+	}
+	return out, nil
 }
 
 // How a person gets email about reviews.
@@ -171,7 +215,21 @@ func (l *Ledger) ClaimEmails(ctx context.Context, worker string, limit int, leas
 		if err := q.Find(&rows).Error; err != nil {
 			return nil, err
 		}
+		// Whoever cannot sign in any more (disabled since the email was written, or removed)
+		// gets nothing: the email ends dead, saying why.
+		able, err := recipientsAble(tx, rows)
+		if err != nil {
+			return nil, err
+		}
 		for _, e := range rows {
+			if !able[e.Recipient] {
+				err := tx.Model(&Email{}).Where("id = ? AND status = ? AND attempts = ?", e.ID, EmailPending, e.Attempts).
+					Updates(map[string]any{"status": EmailDead, "last_error": "the recipient can no longer sign in (disabled or removed): not sent"}).Error
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			until := now.Add(lease)
 			res := tx.Model(&Email{}).Where("id = ? AND status = ? AND attempts = ?", e.ID, EmailPending, e.Attempts).
 				Updates(map[string]any{"attempts": e.Attempts + 1, "lease_owner": worker, "lease_expires_at": until, "next_attempt_at": until})
@@ -186,6 +244,27 @@ func (l *Ledger) ClaimEmails(ctx context.Context, worker string, limit int, leas
 		return nil, nil
 	})
 	return claimed, err
+}
+
+// recipientsAble says which recipients of rows are enabled users who can sign in, checked when
+// the email is sent rather than when it was written.
+func recipientsAble(tx *gorm.DB, rows []Email) (map[string]bool, error) {
+	able := map[string]bool{}
+	if len(rows) == 0 {
+		return able, nil
+	}
+	var emails []string
+	for _, e := range rows {
+		emails = append(emails, e.Recipient)
+	}
+	var ok []string
+	if err := tx.Model(&User{}).Where("email IN ? AND disabled_at IS NULL AND "+canSignIn, emails).Pluck("email", &ok).Error; err != nil {
+		return nil, fmt.Errorf("recipients: %w", err)
+	}
+	for _, e := range ok {
+		able[e] = true
+	}
+	return able, nil
 }
 
 // RecordEmail records what sending claimed email e found: sent, or pending again at next (nil:
