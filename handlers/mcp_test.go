@@ -172,3 +172,54 @@ func TestOutputSchema(t *testing.T) {
 		assert.Equal(t, operationOutputSchema, mcpTool(tl).OutputSchema, tl.Name)
 	}
 }
+
+// hintsLister lists upstream tools with the annotations the test gives them.
+type hintsLister []catalog.UpstreamTool
+
+func (l hintsLister) ListTools(*catalog.MCPServer) ([]catalog.UpstreamTool, error) { return l, nil }
+
+// TestMCPUpstreamHints (issue 50 item 7): /mcp keeps an upstream tool's own destructiveHint
+// unless the tool's effect decides it (a write is destructive, a read is not): an idempotent
+// update that says destructiveHint false stays false, an idempotent delete that says true stays
+// true (it was served false), one that says nothing is not destructive; a tool the tools file
+// makes a write is destructive whatever its server says.
+func TestMCPUpstreamHints(t *testing.T) {
+	t.Parallel()
+	no, yes := false, true
+	ann := func(destructive *bool, idempotent bool) map[string]any {
+		m := map[string]any{"idempotentHint": idempotent}
+		if destructive != nil {
+			m["destructiveHint"] = *destructive
+		}
+		return m
+	}
+	upstream := hintsLister{
+		{Name: "update_note", Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: ann(&no, true)},
+		{Name: "delete_note", Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: ann(&yes, true)},
+		{Name: "touch_note", Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: ann(nil, true)},
+		{Name: "rename_note", Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: ann(&no, true)},
+		{Name: "read_note", Description: "d", InputSchema: map[string]any{"type": "object"},
+			Annotations: map[string]any{"readOnlyHint": true, "destructiveHint": true}},
+	}
+	c, err := catalog.LoadWith([]byte(`mcp_servers:
+  - name: notes
+    command: [notes-server]
+    tools:
+      - upstream: update_note
+      - upstream: delete_note
+      - upstream: touch_note
+      - upstream: rename_note
+        effect: write
+      - upstream: read_note
+`), catalog.Options{MCP: upstream})
+	require.NoError(t, err)
+	for name, want := range map[string]bool{"notes.update_note": false, "notes.delete_note": true, "notes.touch_note": false,
+		"notes.rename_note": true, "notes.read_note": false} {
+		tl, ok := c.Get(name)
+		require.True(t, ok, name)
+		a := mcpTool(tl).Annotations
+		require.NotNil(t, a.DestructiveHint, name)
+		assert.Equal(t, want, *a.DestructiveHint, "%s (effect %s)", name, tl.Effect)
+		assert.True(t, a.IdempotentHint, name)
+	}
+}

@@ -41,16 +41,22 @@ func mcpTool(t *catalog.Tool) *mcp.Tool {
 }
 
 // annotations are the hints of t as the gateway serves it: readOnlyHint for a read,
-// destructiveHint for a write, and idempotentHint always, since a repeat with the same key
-// replays the recorded outcome. An upstream's own hints (its title, openWorldHint) are kept.
+// destructiveHint forced true for a write and false for a read, and idempotentHint always,
+// since a repeat with the same key replays the recorded outcome. An upstream's own hints are
+// kept otherwise (its title, openWorldHint, and the destructiveHint of a tool that is neither
+// read nor write: an idempotent delete stays destructive, an idempotent update does not); an
+// HTTP tool, or an upstream that says nothing, is not destructive unless it is a write (an
+// absent destructiveHint would read as true).
 func annotations(t *catalog.Tool, upstream *mcp.ToolAnnotations) *mcp.ToolAnnotations {
 	a := &mcp.ToolAnnotations{}
 	if upstream != nil {
 		*a = *upstream
 	}
 	a.ReadOnlyHint = t.Effect == catalog.EffectRead
-	destructive := t.Effect == catalog.EffectWrite
-	a.DestructiveHint = &destructive
+	if t.Effect != catalog.EffectIdempotent || a.DestructiveHint == nil {
+		destructive := t.Effect == catalog.EffectWrite
+		a.DestructiveHint = &destructive
+	}
 	a.IdempotentHint = true
 	return a
 }

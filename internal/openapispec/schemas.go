@@ -276,7 +276,7 @@ func mcpTool() obj {
 			"annotations", o("type", "object", "additionalProperties", false, "required", list("readOnlyHint", "idempotentHint"),
 				"properties", o(
 					"readOnlyHint", hint("True for a tool whose effect is `read`."),
-					"destructiveHint", hint("True for a tool whose effect is `write`."),
+					"destructiveHint", hint("True for a tool whose effect is `write`, false for a `read`; for an MCP server's `idempotent` tool, its server's own hint when it gives one (else false)."),
 					"idempotentHint", hint("Always true: a call repeated with the same operation key and arguments replays the recorded outcome."),
 					"openWorldHint", hint("As the upstream MCP server says, for its tools."),
 					"title", o("type", "string", "description", "As the upstream MCP server says, for its tools."),
