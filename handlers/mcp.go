@@ -49,6 +49,8 @@ type MCP struct {
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // by the key's tool list ("*", "a,b")
+	// resultWaits counts the tasks/result requests waiting, per API key.
+	resultWaits waitCounter
 }
 
 // maxScopes bounds the servers kept: one per distinct tool list of the keys in use, which a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/idemgate/idemgate/handlers/mcptasks"
@@ -49,8 +50,16 @@ func (s taskStore) Cancel(ctx context.Context, id string) (mcptasks.Task, error)
 }
 
 // visible is the caller's operation id; another tenant's, or one of a tool the key may not use,
-// is not found.
+// is not found. The key is checked again first: tasks/result answers long after the request was
+// authenticated, and a key revoked meanwhile reads nothing more.
 func (s taskStore) visible(ctx context.Context, id string) (*models.Operation, error) {
+	active, err := s.api.Ledger.KeyActive(ctx, s.caller.Key.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !active {
+		return nil, mcptasks.ErrRevoked
+	}
 	op, err := s.api.Ledger.Get(ctx, s.caller.Tenant, id)
 	if models.ErrorCode(err) == models.CodeNotFound || (err == nil && !s.caller.AllowsTool(op.Tool)) {
 		return nil, mcptasks.ErrNotFound
@@ -135,6 +144,14 @@ func (m *MCP) answerTasks(ctx context.Context, rev mcptasks.Revision, msg rpcMes
 	if rev == mcptasks.ExtensionRevision && mcptasks.Asked(msg["params"]) != mcptasks.ExtensionRevision {
 		return rpcAnswer(msg["id"], nil, mcptasks.MissingCapability()), http.StatusBadRequest
 	}
+	if msg.method() == "tasks/result" {
+		release, ok := m.resultWaits.acquire(caller.Key.ID)
+		if !ok {
+			return rpcAnswer(msg["id"], nil, &mcptasks.RPCError{Code: mcpCodeRateLimited, Message: fmt.Sprintf(
+				"too many tasks/result waits for this API key at once (%d): poll with tasks/get, or wait for one to end", maxResultWaits)}), http.StatusOK
+		}
+		defer release()
+	}
 	res, rpcErr := mcptasks.Answer(ctx, taskStore{api: m.api, caller: caller}, rev, msg.method(), msg["params"])
 	status := http.StatusOK
 	if rpcErr != nil && rpcErr.Code == -32601 && rev == mcptasks.ExtensionRevision {
@@ -189,4 +206,34 @@ func (m *MCP) taskAnswer(ctx context.Context, rev mcptasks.Revision) func([]byte
 		}
 		return rpcAnswer(msg.ID, mcptasks.CreateResult(rev, t), nil)
 	}
+}
+
+// maxResultWaits bounds the tasks/result requests one API key may have waiting at once: each
+// holds a connection and polls the ledger until its task ends or mcptasks.MaxResultWait passes.
+const maxResultWaits = 8
+
+// waitCounter counts the waits in progress per API key.
+type waitCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire takes a wait for key, unless it has maxResultWaits already; release gives it back.
+func (w *waitCounter) acquire(key string) (release func(), ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[key] >= maxResultWaits {
+		return nil, false
+	}
+	w.n[key]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.n[key]--; w.n[key] == 0 {
+			delete(w.n, key)
+		}
+	}, true
 }

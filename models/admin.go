@@ -156,6 +156,16 @@ func (c *Caller) Actor() string { return "api:" + c.PrincipalName }
 // AllowsTool reports whether the caller's key may use the named tool.
 func (c *Caller) AllowsTool(name string) bool { return c.Key.AllowsTool(name) }
 
+// KeyActive reports whether API key id is still unrevoked, read from the ledger itself (not the
+// key cache): for an answer given long after the request was authenticated.
+func (l *Ledger) KeyActive(ctx context.Context, id string) (bool, error) {
+	var n int64
+	if err := l.scope(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Count(&n).Error; err != nil {
+		return false, unavailable("read api key", err)
+	}
+	return n == 1, nil
+}
+
 // Authenticate resolves a bearer key. Unknown, malformed and revoked keys are all
 // CodeNotFound, so a caller cannot tell them apart.
 func (l *Ledger) Authenticate(ctx context.Context, secret string) (*Caller, error) {

@@ -80,6 +80,8 @@ func (e *RPCError) Error() string { return e.Message }
 var (
 	// ErrNotFound: no such task for this caller (another tenant's is not found either).
 	ErrNotFound = errors.New("mcptasks: no such task")
+	// ErrRevoked: the caller's key was revoked since the request was authenticated.
+	ErrRevoked = errors.New("mcptasks: the API key was revoked")
 )
 
 // NotCancellable says why a task cannot be cancelled.
@@ -204,9 +206,19 @@ func Answer(ctx context.Context, s Store, rev Revision, method string, params js
 	return nil, &RPCError{Code: codeMethodNotFound, Message: "method not found: " + method}
 }
 
+// MaxResultWait bounds how long tasks/result waits for a task to end, as Prefer: wait is
+// bounded on the JSON API: a client that wants longer asks again (or polls tasks/get).
+const MaxResultWait = 60 * time.Second
+
+// resultWait is MaxResultWait, shortened by tests.
+var resultWait = MaxResultWait
+
 // result answers tasks/result (2025-11-25): the request's own result once the task is
-// terminal, waiting for it while the request lasts.
+// terminal, waiting for it while the request lasts, MaxResultWait at most. Every look goes
+// through the Store, which answers for the caller as they are now (a key revoked meanwhile).
 func result(ctx context.Context, s Store, id string) (any, *RPCError) {
+	ctx, cancel := context.WithTimeout(ctx, resultWait)
+	defer cancel()
 	for {
 		t, err := s.Get(ctx, id)
 		if err != nil {
@@ -243,6 +255,8 @@ func storeError(err error) *RPCError {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return &RPCError{Code: codeInvalidParams, Message: "no such task"}
+	case errors.Is(err, ErrRevoked):
+		return &RPCError{Code: codeInvalidParams, Message: "the API key was revoked"}
 	case errors.As(err, &nc):
 		return &RPCError{Code: codeInvalidParams, Message: nc.Error()}
 	}
