@@ -172,10 +172,9 @@ func conformReads(t *testing.T, c *conformance, g *gatewaytest.Gateway, ops conf
 	requireProblem(t, g, get("/v1/operations/op_01JD7X4T6V8Q0W9M3K5N2P1R8S", false), http.StatusNotFound, "not-found")
 	byKey := requireOp(t, get("/v1/operation-keys/oas-create", false), http.StatusOK)
 	requireProblem(t, g, get("/v1/operation-keys/nobody-used-this", false), http.StatusNotFound, "not-found")
-	// docs/API.md's ?key= answers the same, but the document describes only the typed path.
-	h := http.Header{"Authorization": {"Bearer " + g.Key}}
-	assert.Equal(t, byKey, requireOp(t, send(t, g, http.MethodGet, "/v1/operations?key=oas-create", h, nil), http.StatusOK))
-	requireProblem(t, g, send(t, g, http.MethodGet, "/v1/operations?key=nobody-used-this", h, nil), http.StatusNotFound, "not-found")
+	// ?key= answers the same, and the document describes it (issue 50 item 8).
+	assert.Equal(t, byKey, requireOp(t, get("/v1/operations?key=oas-create", false), http.StatusOK))
+	requireProblem(t, g, get("/v1/operations?key=nobody-used-this", false), http.StatusNotFound, "not-found")
 	assert.Equal(t, http.StatusOK, get("/v1/operations?workflow_run_id=wf-oas", false).Status)
 	page := get("/v1/operations?limit=1&state=SUCCEEDED", false)
 	require.Equal(t, http.StatusOK, page.Status)
@@ -258,6 +257,11 @@ func conformMCP(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 	require.Equal(t, http.StatusOK, list.Status)
 	assert.Contains(t, string(list.Body), "operation_key")
 	assert.Equal(t, http.StatusAccepted, mcpReq(http.MethodPost, g.Key, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, false).Status)
+	// A method not served, on 2026-07-28: 404 with JSON-RPC -32601, as documented (issue 50 item 8).
+	current := http.Header{"Accept": stream["Accept"], "Mcp-Protocol-Version": {"2026-07-28"}}
+	unknown := mcpReq(http.MethodPost, g.Key, `{"jsonrpc":"2.0","id":4,"method":"prompts/list","params":{}}`, current, false)
+	assert.Equal(t, http.StatusNotFound, unknown.Status, "%s", unknown.Body)
+	assert.Contains(t, string(unknown.Body), "-32601")
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		assert.Equal(t, http.StatusMethodNotAllowed, mcpReq(m, g.Key, "", nil, false).Status, m)
 	}

@@ -30,7 +30,7 @@ func mcpPath() obj {
 				"success is not an error result: an outcome that is not final (in progress, `UNKNOWN`, awaiting approval) "+
 				"is an error result that asks to call again with the same key, or a task for a client that speaks MCP "+
 				"tasks; a final failure and a refusal (its structured content is the problem details object) are error "+
-				"results. Methods not served are JSON-RPC error -32601.",
+				"results. Methods not served are JSON-RPC error -32601 (answered with 404 on 2026-07-28, 200 before).",
 			"requestBody", o("required", true, "content", o(appJSON, o("schema", schemaRef("JSONRPCMessage")))),
 			"responses", refusals(
 				code(200), o("description", "The JSON-RPC response.", "content", o(
@@ -41,6 +41,9 @@ func mcpPath() obj {
 					"`application/json` and `text/event-stream` (text); or a JSON-RPC batch of more than 16 messages "+
 					"(a JSON-RPC error).", "content", o("text/plain", o("schema", o("type", "string")),
 					appJSON, o("schema", schemaRef("JSONRPCMessage")))),
+				code(404), o("description", "On protocol revision 2026-07-28, a request for a method the server does "+
+					"not serve (`prompts/list`, `resources/list`, an unknown method): the JSON-RPC error -32601 (method "+
+					"not found). Earlier revisions answer it with 200.", "content", o(appJSON, o("schema", schemaRef("JSONRPCMessage")))),
 				code(413), plain("The message is larger than the transport accepts."),
 				code(415), plain("`Content-Type` is not `application/json`."),
 				code(500), o("description", "The answer would be larger than 8 MiB: a JSON-RPC error asks for fewer "+

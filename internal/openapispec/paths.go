@@ -115,11 +115,14 @@ func listOperations() obj {
 	}
 	return o("operationId", "listOperations", "tags", list("operations"),
 		"summary", "List operations",
-		"description", "A page of the operations the key may see, newest first, filtered. The API also has "+
-			"`GET /v1/operations?key=K`, which answers that key's operation (or 404) instead of a page; the gateway "+
-			"serves it, but this document describes the same look-up as `GET /v1/operation-keys/{key}`, so that "+
-			"each path answers one type and generated clients need no cast.",
+		"description", "A page of the operations the key may see, newest first, filtered; or, with `key`, that "+
+			"key's operation instead of a page (or 404), as `GET /v1/operation-keys/{key}` answers it. A generated "+
+			"client gets a list from this path with either type; `GET /v1/operation-keys/{key}` answers the operation "+
+			"alone, typed as one.",
 		"parameters", list(
+			filter("key", "An operation key (the agent's `Idempotency-Key`): the answer is that key's operation, not a "+
+				"page, and the other parameters are ignored. A key the tenant never used, or used for a tool this API key "+
+				"may not use, is not found.", o("type", "string", "minLength", 1, "maxLength", 255)),
 			filter("state", "Only operations in this state.", schemaRef("OperationState")),
 			filter("tool", "Only operations of this tool.", o("type", "string")),
 			filter("workflow_run_id", "Only operations of this workflow run.", o("type", "string")),
@@ -127,8 +130,10 @@ func listOperations() obj {
 			filter("cursor", "`next_cursor` of the previous page.", o("type", "string")),
 		),
 		"responses", authenticated(
-			code(200), jsonResponse("A page of operations.", schemaRef("OperationList"), nil),
+			code(200), jsonResponse("A page of operations; with `key`, the key's operation.",
+				o("oneOf", list(schemaRef("OperationList"), schemaRef("Operation"))), nil),
 			code(400), problemResponse(nil, problems.InvalidQuery),
+			code(404), problemResponse(nil, problems.NotFound),
 		))
 }
 
