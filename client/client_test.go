@@ -195,15 +195,15 @@ func TestDoGivesUpAfterMaxAttempts(t *testing.T) {
 	assert.Len(t, f.requests(), 3)
 }
 
-// TestResume: Resume asks the ledger by key.
+// TestResume: Resume asks the ledger by key, and the recorded call is the one asked about.
 func TestResume(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, operation(http.StatusOK, "SUCCEEDED"), problem(http.StatusNotFound, "not-found", 0, ""))
 	c := newClient(t, f.URL, "idg_test")
-	op, err := c.Resume(t.Context(), client.Key("wf-1", "create-ticket"))
+	op, err := c.Resume(t.Context(), "tickets.create", ticket, client.Key("wf-1", "create-ticket"))
 	require.NoError(t, err)
 	assert.Equal(t, opID, op.ID)
-	_, err = c.Resume(t.Context(), client.Key("wf-1", "refund"))
+	_, err = c.Resume(t.Context(), "refunds.issue", map[string]any{}, client.Key("wf-1", "refund"))
 	require.ErrorIs(t, err, client.ErrNotFound)
 
 	reqs := f.requests()
@@ -243,4 +243,42 @@ func TestNew(t *testing.T) {
 	_, err := client.New("http://127.0.0.1:8080/", "k")
 	assert.NoError(t, err)
 	assert.False(t, errors.Is(client.ErrOperationFailed, client.ErrInternal))
+}
+
+// TestResumeNoticesAnotherCall (issue 50 item 9): an operation recorded under the key for
+// another tool or other params is not the step's: Resume says so with ErrKeyMismatch (as POST
+// answers 422), returning the recorded operation. The same params spelled differently (key
+// order, 1 and 1.0, a null member left out), and a masked sensitive value, are the same call.
+func TestResumeNoticesAnotherCall(t *testing.T) {
+	t.Parallel()
+	key := client.Key("wf-1", "create-ticket")
+	for _, c := range []struct {
+		name   string
+		tool   string
+		params any
+		same   bool
+	}{
+		{"the same call", "tickets.create", ticket, true},
+		{"a null member left out", "tickets.create", map[string]any{"subject": "Printer on fire", "priority": nil}, true},
+		{"other params", "tickets.create", map[string]any{"subject": "Refund for order 1042"}, false},
+		{"another param too", "tickets.create", map[string]any{"subject": "Printer on fire", "priority": "high"}, false},
+		{"another tool", "refunds.issue", ticket, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, operation(http.StatusOK, "SUCCEEDED"))
+			op, err := newClient(t, f.URL, "idg_test").Resume(t.Context(), c.tool, c.params, key)
+			if c.same {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, client.ErrKeyMismatch)
+			require.NotNil(t, op, "the recorded operation comes with the error")
+			assert.Equal(t, opID, op.ID)
+			var p *client.Problem
+			require.ErrorAs(t, err, &p)
+			assert.Equal(t, 422, p.Status)
+			assert.Equal(t, opID, p.OperationID)
+		})
+	}
 }

@@ -53,13 +53,6 @@ func (c *Client) Do(ctx context.Context, tool string, params any, key OperationK
 	return c.poll(ctx, ans.op, ans.retryAfter)
 }
 
-// Resume returns the operation the ledger holds under key: how an agent that restarted learns
-// whether a step already took effect. A key never recorded is an error matching ErrNotFound;
-// sending the step with that key is then safe.
-func (c *Client) Resume(ctx context.Context, key OperationKey) (*Operation, error) {
-	return c.read(ctx, "/v1/operations?key="+url.QueryEscape(key.Key))
-}
-
 // Get returns the operation with the given id.
 func (c *Client) Get(ctx context.Context, id string) (*Operation, error) {
 	return c.read(ctx, "/v1/operations/"+url.PathEscape(id))

@@ -18,7 +18,8 @@
 // first one recorded or records it now, so the side effect happens at most once.
 //
 // After a restart, Resume reads what the ledger holds under a key, so the agent learns which
-// steps already took effect from idemgate rather than from its own memory.
+// steps already took effect from idemgate rather than from its own memory; given the step's
+// tool and params, it answers ErrKeyMismatch when the key holds another call.
 //
 // Every problem type of the API is an error: a *Problem carries the problem details, and
 // errors.Is matches it against the sentinels (ErrKeyMismatch, ErrOperationUncertain, …). An

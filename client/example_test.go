@@ -66,15 +66,24 @@ func ExampleClient_Resume() {
 	}
 	ctx := context.Background()
 	run := "workflow-8472" // kept by the orchestrator that restarted the agent
-	for _, step := range []string{"create-ticket", "refund", "email"} {
-		op, err := c.Resume(ctx, client.Key(run, step))
+	steps := []struct {
+		id, tool string
+		params   map[string]any
+	}{
+		{"create-ticket", "tickets.create", map[string]any{"subject": "Refund for order 1042"}},
+		{"refund", "refunds.issue", map[string]any{"order_id": "1042", "amount_cents": 1999, "currency": "EUR"}},
+	}
+	for _, step := range steps {
+		op, err := c.Resume(ctx, step.tool, step.params, client.Key(run, step.id))
 		switch {
 		case errors.Is(err, client.ErrNotFound):
-			fmt.Println(step, "was never sent: run it with Do and the same key")
+			fmt.Println(step.id, "was never sent: run it with Do and the same key")
+		case errors.Is(err, client.ErrKeyMismatch):
+			log.Fatalf("%s: the key was used for another call (%v): choose another run id", step.id, err)
 		case err != nil:
 			log.Fatal(err)
 		default:
-			fmt.Println(step, "is", op.State)
+			fmt.Println(step.id, "is", op.State)
 		}
 	}
 }

@@ -67,11 +67,11 @@ func TestResumeAfterRestart(t *testing.T) {
 		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "yet the refund happened")
 
 		restarted := newClient(t, g.URL, g.Key)
-		op, err := restarted.Resume(t.Context(), key)
+		op, err := restarted.Resume(t.Context(), "refunds.issue", refund, key)
 		require.NoError(t, err)
 		assert.Equal(t, client.StateSucceeded, op.State)
 		assert.Equal(t, key.Key, op.Key)
-		_, err = restarted.Resume(t.Context(), client.Key("wf-2", "email"))
+		_, err = restarted.Resume(t.Context(), "email.send", map[string]any{"to": "customer@example.com"}, client.Key("wf-2", "email"))
 		require.ErrorIs(t, err, client.ErrNotFound, "a step never sent is not in the ledger")
 
 		again, err := restarted.Do(t.Context(), "refunds.issue", refund, key)
@@ -80,6 +80,15 @@ func TestResumeAfterRestart(t *testing.T) {
 		assert.True(t, again.Replayed)
 		assert.JSONEq(t, string(op.Result), string(again.Result))
 		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "still one refund")
+
+		// Another refund under the step's key (an earlier run of another workflow that chose
+		// the same run id): not this step's operation, as the gateway would answer a POST.
+		other := map[string]any{"order_id": "o-2001", "amount_cents": 500, "currency": "EUR"}
+		mismatched, err := restarted.Resume(t.Context(), "refunds.issue", other, key)
+		require.ErrorIs(t, err, client.ErrKeyMismatch)
+		assert.Equal(t, op.ID, mismatched.ID)
+		_, err = restarted.Do(t.Context(), "refunds.issue", other, key)
+		require.ErrorIs(t, err, client.ErrKeyMismatch, "the gateway agrees")
 	})
 }
 

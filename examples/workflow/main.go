@@ -6,8 +6,8 @@
 //
 //	go run ./cmd/idemgate serve --demo                  # prints an API key
 //	export IDEMGATE_API_KEY=idg_...
-//	go run ./examples/workflow -run wf-1 -kill-after refund
-//	go run ./examples/workflow -run wf-1                # resumes: no step runs twice
+//	go run ./examples/workflow -run complaint-1 -kill-after refund
+//	go run ./examples/workflow -run complaint-1                # resumes: no step runs twice
 //
 // See examples/README.md.
 package main

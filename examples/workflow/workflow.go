@@ -66,8 +66,11 @@ func (w *Workflow) Run(ctx context.Context) error {
 // died with the process that sent the step.
 func (w *Workflow) step(ctx context.Context, id, tool string, params map[string]any) (string, error) {
 	key := client.Key(w.RunID, id)
-	op, err := w.Client.Resume(ctx, key)
+	op, err := w.Client.Resume(ctx, tool, params, key)
 	switch {
+	case errors.Is(err, client.ErrKeyMismatch):
+		// The key holds another call: another workflow ran under this run id before.
+		return "", fmt.Errorf("step %s: run %q already used the key %s for another call (%s; choose another -run): %w", id, w.RunID, key.Key, op.ID, err)
 	case err == nil && op.State == client.StateSucceeded:
 		ref, err := resultID(op)
 		fmt.Fprintf(w.Out, "%-13s already done: %s (%s), not repeated\n", id, ref, op.ID)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgate/idemgate/client"
 	"github.com/idemgate/idemgate/internal/gatewaytest"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -68,6 +69,28 @@ func lineOf(out, step string) string {
 		}
 	}
 	return ""
+}
+
+// TestWorkflowRefusesAnotherCallsKey (issue 50 item 9): after the README's tour, which records
+// its "Printer on fire" ticket under wf-1:create-ticket, a workflow run as wf-1 stops at its
+// first step with an error naming the key, instead of taking the tour's ticket for its own
+// complaint ticket and going on to refund and email.
+func TestWorkflowRefusesAnotherCallsKey(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.Start(t, d)
+		g.Submit(t, "wf-1:create-ticket", "tickets.create", `{"subject":"Printer on fire","priority":"high"}`, nil)
+		require.Equal(t, 1, g.Sandbox.Committed("tickets"))
+		env := map[string]string{"IDEMGATE_URL": g.URL, "IDEMGATE_API_KEY": g.Key}
+		var out, errs bytes.Buffer
+		err := run(t.Context(), []string{"-run", "wf-1"}, func(k string) string { return env[k] }, &out, &errs)
+		require.ErrorIs(t, err, client.ErrKeyMismatch)
+		assert.Contains(t, err.Error(), `run "wf-1" already used the key wf-1:create-ticket for another call`)
+		assert.NotContains(t, out.String(), "already done")
+		for kind, want := range map[string]int{"tickets": 1, "refunds": 0, "emails": 0} {
+			assert.Equal(t, want, g.Sandbox.Committed(kind), kind)
+		}
+	})
 }
 
 func TestRunNeedsARunID(t *testing.T) {
