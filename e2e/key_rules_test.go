@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
@@ -126,5 +128,41 @@ func TestKeyMismatchOnAForeignToolRevealsNothing(t *testing.T) {
 		})
 		assert.Equal(t, ops, g.Count(t))
 		assert.Len(t, g.Sandbox.Requests(""), requests, "nothing ran")
+	})
+}
+
+// TestReadToolKeyAsDocumented (issue 50 item 14): docs/TOOLS.md says what the gateway does with
+// a read tool's key, and it does that: POST /v1/operations requires the Idempotency-Key for a
+// read as for every tool (400 idempotency-key-missing, nothing runs), while /mcp runs a read
+// called without a key. TOOLS.md said a read needs no key. Both engines.
+func TestReadToolKeyAsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/TOOLS.md")
+	require.NoError(t, err)
+	var row string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "| `effect` |") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, "TOOLS.md has no effect row")
+	assert.NotContains(t, row, "no key needed")
+	assert.Contains(t, row, "an `Idempotency-Key` on the JSON API")
+	assert.Contains(t, row, "`/mcp` also takes a read without a key")
+
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: withReadTool})
+		created := requireOp(t, g.Submit(t, "read-doc:ticket", "tickets.create", `{"subject":"s"}`, nil), http.StatusCreated)
+		ticketID := created["result"].(map[string]any)["id"].(string)
+		before := g.Count(t)
+		r := g.Do(t, http.MethodPost, "/v1/operations", g.Key, nil, `{"tool":"tickets.get","params":{"ticket_id":"`+ticketID+`"}}`)
+		requireProblem(t, g, r, http.StatusBadRequest, "idempotency-key-missing")
+		assert.Equal(t, before, g.Count(t), "nothing recorded")
+
+		requireOp(t, g.Submit(t, "read-doc:get", "tickets.get", `{"ticket_id":"`+ticketID+`"}`, nil), http.StatusCreated)
+
+		res := callTool(t, mcpSession(t, g, g.Key), "tickets.get", "", map[string]any{"ticket_id": ticketID})
+		require.False(t, res.IsError, resultText(res))
+		assert.Equal(t, "SUCCEEDED", structured(t, res)["state"])
 	})
 }
