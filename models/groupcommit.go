@@ -188,7 +188,7 @@ func (s *statement) eventRows(events func(yield func(Event) bool)) {
 // Its error is the one its members see: a refusal by the server (nothing committed) as it is,
 // anything else as a commit that was cut off.
 func (l *Ledger) batchIDs(ctx context.Context, s *statement) (map[string]bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, groupCommitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, l.batchTimeout())
 	defer cancel()
 	rows, err := l.db.Statement.ConnPool.QueryContext(ctx, s.String(), s.args...)
 	if err != nil {

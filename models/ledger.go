@@ -45,6 +45,10 @@ type Ledger struct {
 	// batch gathers concurrent claims and outcomes into shared statements (groupcommit.go);
 	// nil on SQLite.
 	batch *batchers
+	// deadline bounds a request's ledger work (Config.RequestDeadline, deadline.go); ready
+	// keeps the readiness probe's last answer.
+	deadline time.Duration
+	ready    readiness
 }
 
 // Config is what a ledger is built from: an opened, migrated database and what the ledger
@@ -85,6 +89,9 @@ type Config struct {
 	// ledger's listener runs (see replayCache): zero means DefaultReplayCacheBytes, a negative
 	// value turns it off.
 	ReplayCacheBytes int64
+	// RequestDeadline bounds all the ledger work of one request (deadline.go): zero means
+	// DefaultRequestDeadline, a negative value none.
+	RequestDeadline time.Duration
 }
 
 // New returns the ledger cfg describes.
@@ -105,7 +112,10 @@ func New(cfg Config) *Ledger {
 	}
 	l := &Ledger{db: cfg.DB, dialect: cfg.Dialect, now: cfg.Now, changes: NewHub(), keys: newKeyCache(ttl),
 		payloads: cfg.Payloads, mail: cfg.Mail, publicURL: strings.TrimRight(cfg.PublicURL, "/"), observer: cfg.Observer, tracer: cfg.Tracer, key: cfg.Key, data: cfg.DataKeys,
-		replays: newReplayCache(replays)}
+		replays: newReplayCache(replays), deadline: cfg.RequestDeadline}
+	if l.deadline == 0 {
+		l.deadline = DefaultRequestDeadline
+	}
 	l.batch = l.newBatchers()
 	return l
 }
@@ -124,8 +134,14 @@ func (l *Ledger) clock() time.Time { return l.now().UTC().Truncate(time.Microsec
 // Ready reports whether the database answers, accepts writes, and has a schema this build can
 // serve: its own, or a newer one whose steps this build's schema still serves (a rolling
 // upgrade). A PostgreSQL server that takes no writes (a standby, an old primary) is not
-// ready: nothing could be recorded there.
+// ready: nothing could be recorded there. It answers within 1.5 s, and at once while the
+// last probe failed (the next one runs in the background meanwhile, deadline.go).
 func (l *Ledger) Ready(ctx context.Context) error {
+	return l.ready.ready(ctx, l.probe)
+}
+
+// probe is Ready's check itself.
+func (l *Ledger) probe(ctx context.Context) error {
 	if l.dialect == Postgres {
 		if err := l.db.WithContext(ctx).Exec(checkWritable).Error; err != nil {
 			return unavailable("check the server accepts writes", err)
@@ -200,6 +216,8 @@ func (l *Ledger) txn(ctx context.Context, what string, fn func(tx *gorm.DB) ([]s
 	defer func() { endWrite(span, transitions, err) }()
 	committing := false
 	var deferred pending
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
 	err = l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		// Set returns a chain, not a session: without Session every statement of fn would

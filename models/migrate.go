@@ -503,7 +503,29 @@ func buildIndex(conn *gorm.DB, m migration) error {
 			return fmt.Errorf("step %d (%s): drop the index a cut-off build left: %w", m.version, m.name, err)
 		}
 	}
-	if err := conn.Exec(strings.ReplaceAll(m.sql, "{{concurrently}}", "CONCURRENTLY")).Error; err != nil {
+	// A concurrent build on a large ledger takes as long as it takes, and waits for every older
+	// transaction: on a connection of its own, without the sessions' statement and lock
+	// timeouts (pgsession.go), which are put back before the connection returns to the pool.
+	err := conn.Connection(func(c *gorm.DB) error {
+		if sessionlessPool(c) {
+			// Through a transaction pooler a SET would stay on whichever server session it
+			// lent, and the sessions carry none of ours (pgsession.go).
+			return c.Exec(strings.ReplaceAll(m.sql, "{{concurrently}}", "CONCURRENTLY")).Error
+		}
+		for _, set := range []string{"SET statement_timeout = 0", "SET lock_timeout = 0"} {
+			if err := c.Exec(set).Error; err != nil {
+				return err
+			}
+		}
+		built := c.Exec(strings.ReplaceAll(m.sql, "{{concurrently}}", "CONCURRENTLY")).Error
+		for _, reset := range []string{"RESET statement_timeout", "RESET lock_timeout"} {
+			if err := c.Exec(reset).Error; err != nil && built == nil {
+				return err
+			}
+		}
+		return built
+	})
+	if err != nil {
 		return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
 	}
 	return record(conn, m)

@@ -71,6 +71,7 @@ func pgConfig(dsn, application string, fence *writerFence) (*pgx.ConnConfig, err
 	} else if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = PoolApplicationName
 	}
+	setSessionParams(cfg)
 	if fence != nil {
 		cfg.AfterConnect = fence.born
 		cfg.OnPgError = fence.onError

@@ -69,7 +69,7 @@ func (l *Ledger) take(ctx context.Context, what string, q rowQuery, args ...any)
 
 // loadReviews attaches current reviews to the operations that have one (few do).
 func (l *Ledger) loadReviews(ctx context.Context, ops []*Operation) error {
-	return attachReviews(l.db.WithContext(ctx), ops)
+	return attachReviews(l.db.WithContext(l.bounded(ctx)), ops)
 }
 
 // attachReviews is loadReviews on a given handle, so that a read inside a transaction stays
@@ -115,7 +115,7 @@ func (l *Ledger) List(ctx context.Context, tenant string, f ListFilter) ([]*Oper
 	if f.Limit <= 0 || f.Limit > 500 {
 		return nil, false, errorf(CodeInvalid, "limit must be between 1 and 500")
 	}
-	q := l.db.WithContext(ctx).Where("tenant = ?", tenant)
+	q := l.db.WithContext(l.bounded(ctx)).Where("tenant = ?", tenant)
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
 	}
@@ -145,7 +145,7 @@ func (l *Ledger) List(ctx context.Context, tenant string, f ListFilter) ([]*Oper
 // Events returns an operation's timeline in order.
 func (l *Ledger) Events(ctx context.Context, tenant, id string) ([]Event, error) {
 	var evs []Event
-	err := l.db.WithContext(ctx).Where("tenant = ? AND operation_id = ?", tenant, id).Order("id").Find(&evs).Error
+	err := l.db.WithContext(l.bounded(ctx)).Where("tenant = ? AND operation_id = ?", tenant, id).Order("id").Find(&evs).Error
 	if err != nil {
 		return nil, unavailable(fmt.Sprintf("events of %s", id), err)
 	}
@@ -155,11 +155,11 @@ func (l *Ledger) Events(ctx context.Context, tenant, id string) ([]Event, error)
 // Attempts returns an operation's attempts in order.
 func (l *Ledger) Attempts(ctx context.Context, id string) ([]Attempt, error) {
 	var out []Attempt
-	if err := l.db.WithContext(ctx).Where("operation_id = ?", id).Order("number").Find(&out).Error; err != nil {
+	if err := l.db.WithContext(l.bounded(ctx)).Where("operation_id = ?", id).Order("number").Find(&out).Error; err != nil {
 		return nil, unavailable(fmt.Sprintf("attempts of %s", id), err)
 	}
 	return out, nil
 }
 
 // scope returns a query on the ledger's database bound to ctx; helpers for sibling files.
-func (l *Ledger) scope(ctx context.Context) *gorm.DB { return l.db.WithContext(ctx) }
+func (l *Ledger) scope(ctx context.Context) *gorm.DB { return l.db.WithContext(l.bounded(ctx)) }

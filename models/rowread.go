@@ -51,6 +51,8 @@ func newRowQuery(q string) rowQuery {
 // (BenchmarkReplayLookup). Elsewhere, and when the pool is wrapped (as the SQLite round-trip
 // test wraps it), it goes through GORM.
 func (l *Ledger) queryRow(ctx context.Context, q rowQuery, args []any, dest ...any) error {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
 	sqlDB, direct := l.db.Statement.ConnPool.(*sql.DB)
 	if !direct || l.dialect != Postgres {
 		return l.db.WithContext(ctx).Raw(q.portable, args...).Row().Scan(dest...)

@@ -127,6 +127,7 @@ func New(cfg Config) *echo.Echo {
 	e.IPExtractor = cfg.TrustedProxies.ipExtractor()
 	refusals := handlers.NewRefusalBudget(cfg.Ledger, cfg.Log, cfg.RefusalLimits)
 	e.HTTPErrorHandler = errorHandler(cfg.Log, newRefusalAuditor(cfg.Ledger, cfg.Log, refusals))
+	e.Use(ledgerDeadline)
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(traceRequests(cfg.TracerProvider.Tracer("github.com/idemgate/idemgate/web")))
 	e.Use(recoverer(cfg.Log))

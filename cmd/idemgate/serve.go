@@ -35,6 +35,7 @@ type serveFlags struct {
 	toolsFile         string
 	rateLimit         float64
 	poll, leaseMargin time.Duration
+	ledgerDeadline    time.Duration
 	webhookWindow     time.Duration
 	webhookRetention  time.Duration
 	approvalWarning   time.Duration
@@ -68,6 +69,12 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	fs.Float64Var(&f.rateLimit, "rate-limit", 100, "requests per second per principal (0: unlimited)")
 	fs.DurationVar(&f.poll, "poll", 100*time.Millisecond, "how often the dispatcher looks for due retries")
 	fs.DurationVar(&f.leaseMargin, "lease-margin", jobs.DefaultLeaseMargin, "added to a tool's timeout to form an attempt's lease")
+	ledgerDeadline, err := durationEnv(env.getenv, "IDEMGATE_LEDGER_DEADLINE", models.DefaultRequestDeadline)
+	if err != nil {
+		return nil, err
+	}
+	fs.DurationVar(&f.ledgerDeadline, "ledger-deadline", ledgerDeadline,
+		"how long each ledger call of a request may take before the request answers 503 ledger-unavailable")
 	fs.DurationVar(&f.webhookWindow, "webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
 	fs.DurationVar(&f.webhookRetention, "webhook-retention", jobs.DefaultWebhookRetention,
 		"how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
@@ -90,7 +97,9 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var err error
+	if f.ledgerDeadline <= 0 {
+		return nil, fmt.Errorf("--ledger-deadline %s: must be positive", f.ledgerDeadline)
+	}
 	if f.trustedProxies, err = web.ParseTrustedProxies(f.trustProxy); err != nil {
 		return nil, err
 	}
@@ -191,7 +200,7 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			"no LISTEN connection, waiters on other replicas' operations poll")
 	}
 	cfg := app.Config{DB: db, Dialect: dialect, ListenDSN: listenURL, Catalog: cat, MCP: servers, PublicURL: f.publicURL,
-		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, DataKeys: dataKeys,
+		Log: log, TracerProvider: tracing, LeaseMargin: f.leaseMargin, LedgerDeadline: f.ledgerDeadline, DataKeys: dataKeys,
 		Jobs: app.Jobs{Dispatch: true, Poll: f.poll, Recovery: &jobs.RecoveryConfig{WebhookRetention: keepFor(f.webhookRetention),
 			ApprovalWarning: keepFor(f.approvalWarning)},
 			Publish: true, WebhookWindow: f.webhookWindow, SecretRefs: models.SecretRefPolicyFromEnv(env.getenv), Mail: f.mail}}

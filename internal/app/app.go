@@ -60,6 +60,9 @@ type Config struct {
 	// LeaseMargin is added to a tool's timeout to form an attempt's lease
 	// (jobs.DefaultLeaseMargin if zero).
 	LeaseMargin time.Duration
+	// LedgerDeadline bounds each ledger call of a request (serve --ledger-deadline;
+	// models.DefaultRequestDeadline if zero).
+	LedgerDeadline time.Duration
 	// Jobs says which background jobs Run runs.
 	Jobs Jobs
 	// PublicURL is the console's address as people reach it (serve --public-url): webhook
@@ -142,6 +145,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		KeyCacheTTL: cfg.KeyCacheTTL,
 		Key:         key,
 		DataKeys:    cfg.DataKeys,
+
+		RequestDeadline: cfg.LedgerDeadline,
 	})
 	if err := ledger.CheckDataKeys(ctx); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
