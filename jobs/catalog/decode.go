@@ -104,13 +104,14 @@ func decodeValue(node *yaml.Node, v reflect.Value, path string) error {
 			return &pathError{path, fmt.Errorf("expected a list, got %s", describeNode(node))}
 		}
 		s := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		var errs []error
 		for i, item := range node.Content {
 			if err := decodeValue(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
+				errs = append(errs, err) // every item's problems, not only the first's
 			}
 		}
 		v.Set(s)
-		return nil
+		return errors.Join(errs...)
 	case reflect.Interface:
 		var x any
 		if err := node.Decode(&x); err != nil {
@@ -131,30 +132,52 @@ func decodeStruct(node *yaml.Node, v reflect.Value, path string) error {
 	if node.Kind != yaml.MappingNode {
 		return &pathError{path, fmt.Errorf("expected a mapping, got %s", describeNode(node))}
 	}
+	// Every field's problem is reported, each with its line, not only the first (docs/TOOLS.md).
+	var errs []error
 	seen := make(map[string]bool, len(node.Content)/2)
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		key, val := resolveAlias(node.Content[i]), node.Content[i+1]
 		if key.Kind != yaml.ScalarNode {
-			return &pathError{path, fmt.Errorf("line %d: mapping keys must be strings", key.Line)}
+			errs = append(errs, &pathError{path, fmt.Errorf("line %d: mapping keys must be strings", key.Line)})
+			continue
 		}
 		fieldPath := joinPath(path, key.Value)
 		// yaml.v3 reports duplicate keys only when decoding into Go values, not into nodes.
 		if seen[key.Value] {
-			return &pathError{fieldPath, fmt.Errorf("declared twice (line %d)", key.Line)}
+			errs = append(errs, &pathError{fieldPath, fmt.Errorf("declared twice (line %d)", key.Line)})
+			continue
 		}
 		seen[key.Value] = true
 		if key.Value == "<<" {
-			return &pathError{fieldPath, errors.New("merge keys (<<) are not supported; repeat the fields")}
+			errs = append(errs, &pathError{fieldPath, fmt.Errorf("merge keys (<<) are not supported; repeat the fields (line %d)", key.Line)})
+			continue
 		}
 		f, ok := fieldByTag(v, key.Value)
 		if !ok {
-			return &pathError{fieldPath, fmt.Errorf("unknown field (line %d)", key.Line)}
+			errs = append(errs, &pathError{fieldPath, fmt.Errorf("unknown field (line %d)", key.Line)})
+			continue
 		}
 		if err := decodeValue(val, f, fieldPath); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// pathErrors lists the problems decodeStrict found, flattened: each a *pathError, or another
+// error when one carries no path.
+func pathErrors(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range joined.Unwrap() {
+			out = append(out, pathErrors(e)...)
+		}
+		return out
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 func decodeScalar(node *yaml.Node, v reflect.Value, path string) error {

@@ -31,40 +31,40 @@ var (
 // older draft's keyword ("dependencies") would quietly enforce nothing; and the schema is
 // served to agents' tools as it is, which refuse it too. doc is a schema as toJSONValue
 // returns it; at is its JSON pointer inside params_schema.
-func checkKeywords(doc any, at string) error {
+//
+// Every unknown keyword is reported, in the order of the schema's pointers, with the line
+// lineOf gives the keyword at its pointer (0: unknown, not said).
+func checkKeywords(doc any, at string, lineOf func(pointer string) int) []error {
 	s, ok := doc.(map[string]any)
 	if !ok {
 		return nil // true, false, or a wrong type the metaschema check reports
 	}
+	var errs []error
 	for _, k := range sortedKeys(s) {
 		v, here := s[k], at+"/"+escapeToken(k)
-		var err error
 		switch {
 		case slices.Contains(schemaKeywords, k):
-			err = checkKeywords(v, here)
+			errs = append(errs, checkKeywords(v, here, lineOf)...)
 		case slices.Contains(schemaListKeywords, k):
 			list, _ := v.([]any)
 			for i, sub := range list {
-				if err = checkKeywords(sub, fmt.Sprintf("%s/%d", here, i)); err != nil {
-					break
-				}
+				errs = append(errs, checkKeywords(sub, fmt.Sprintf("%s/%d", here, i), lineOf)...)
 			}
 		case slices.Contains(schemaMapKeywords, k):
 			m, _ := v.(map[string]any)
 			for _, name := range sortedKeys(m) {
-				if err = checkKeywords(m[name], here+"/"+escapeToken(name)); err != nil {
-					break
-				}
+				errs = append(errs, checkKeywords(m[name], here+"/"+escapeToken(name), lineOf)...)
 			}
 		case slices.Contains(valueKeywords, k):
 		default:
-			return unknownKeyword(k, at)
-		}
-		if err != nil {
-			return err
+			err := unknownKeyword(k, at)
+			if line := lineOf(here); line > 0 {
+				err = fmt.Errorf("%w (line %d)", err, line)
+			}
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errs
 }
 
 func unknownKeyword(k, at string) error {

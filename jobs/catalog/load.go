@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -138,12 +139,14 @@ func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Con
 			if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 				name = n.Value
 			}
-			ce := &ConnectionError{Connection: name, Index: i + 1, Err: err}
-			var pe *pathError
-			if errors.As(err, &pe) {
-				ce.Field, ce.Err = pe.path, pe.err
+			for _, e := range pathErrors(err) {
+				ce := &ConnectionError{Connection: name, Index: i + 1, Err: e}
+				var pe *pathError
+				if errors.As(e, &pe) {
+					ce.Field, ce.Err = pe.path, pe.err
+				}
+				errs = append(errs, ce)
 			}
-			errs = append(errs, ce)
 			continue
 		}
 		c, cerrs := buildConnection(&raw, i+1, chk)
@@ -230,17 +233,19 @@ func topLevel(data []byte) (fileNodes, error) {
 
 // buildTool decodes and validates one tool. It returns the tool only when it has no errors.
 func buildTool(node *yaml.Node, index int, conns map[string]*Connection) (*Tool, []error) {
-	ec := &collector{index: index, line: resolveAlias(node).Line, conns: conns}
+	ec := &collector{index: index, line: resolveAlias(node).Line, conns: conns, node: node}
 	if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode && nameRE.MatchString(n.Value) {
 		ec.tool = n.Value // label errors with the name as soon as it is usable
 	}
 	var raw rawTool
 	if err := decodeStrict(node, &raw); err != nil {
-		var pe *pathError
-		if errors.As(err, &pe) {
-			ec.add(pe.path, pe.err)
-		} else {
-			ec.add("", err)
+		for _, e := range pathErrors(err) {
+			var pe *pathError
+			if errors.As(e, &pe) {
+				ec.add(pe.path, pe.err)
+			} else {
+				ec.add("", e)
+			}
 		}
 		return nil, ec.errs
 	}
@@ -300,6 +305,45 @@ type collector struct {
 	line  int
 	errs  []error
 	conns map[string]*Connection // the file's connections; nil for a broken one
+	node  *yaml.Node             // the tool's mapping, for the lines of what is inside it
+}
+
+// schemaLine is the line of the key at pointer inside the tool's params_schema (a keyword:
+// its last token), 0 when it cannot be found.
+func (c *collector) schemaLine(pointer string) int {
+	n := mappingValue(c.node, "params_schema")
+	tokens, err := parsePointer(pointer)
+	if n == nil || err != nil || len(tokens) == 0 {
+		return 0
+	}
+	for i, tok := range tokens {
+		n = resolveAlias(n)
+		switch n.Kind {
+		case yaml.MappingNode:
+			found := false
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if resolveAlias(n.Content[j]).Value == tok {
+					if i == len(tokens)-1 {
+						return n.Content[j].Line
+					}
+					n, found = n.Content[j+1], true
+					break
+				}
+			}
+			if !found {
+				return 0
+			}
+		case yaml.SequenceNode:
+			idx, err := strconv.Atoi(tok)
+			if err != nil || idx < 0 || idx >= len(n.Content) || i == len(tokens)-1 {
+				return 0
+			}
+			n = n.Content[idx]
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 func (c *collector) add(field string, err error) {

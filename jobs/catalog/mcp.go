@@ -167,11 +167,13 @@ func buildMCPServers(items []*yaml.Node, conns map[string]*Connection, chk conne
 			if n := mappingValue(node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 				raw.Name = n.Value
 			}
-			var pe *pathError
-			if errors.As(err, &pe) {
-				add(pe.path, "%v", pe.err)
-			} else {
-				add("", "%v", err)
+			for _, e := range pathErrors(err) {
+				var pe *pathError
+				if errors.As(e, &pe) {
+					add(pe.path, "%v", pe.err)
+				} else {
+					add("", "%v", e)
+				}
 			}
 			continue
 		}

@@ -40,8 +40,10 @@ func compileParamsSchema(name string, raw any, ec *collector) *paramsSchema {
 		ec.addf("params_schema", `the top level must be "type: object" (params are a JSON object)`)
 		return nil
 	}
-	if err := checkKeywords(doc, ""); err != nil {
-		ec.add("params_schema", err)
+	if errs := checkKeywords(doc, "", ec.schemaLine); len(errs) > 0 {
+		for _, err := range errs {
+			ec.add("params_schema", err)
+		}
 		return nil
 	}
 	c, loc := newCompiler(name)
