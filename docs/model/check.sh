@@ -70,6 +70,9 @@ mutations=(
 	"MUT_CANCEL_AMBIGUOUS|-DKEYED=1 -DMUT_CANCEL_AMBIGUOUS"
 	"MUT_BATCH_CUT_RUNS|-DKEYED=0 -DBATCH -DMUT_BATCH_CUT_RUNS"
 	"MUT_BATCH_CHECK_EARLY|-DKEYED=0 -DBATCH -DMUT_BATCH_CHECK_EARLY"
+	# Two outcomes of one operation in one batch (issue 47): written by operation, not attempt.
+	"MUT_BATCH_JOIN_OP|-DKEYED=0 -DBATCH -DMUT_BATCH_JOIN_OP"
+	"MUT_BATCH_JOIN_OP.keyed|-DKEYED=1 -DBATCH -DMUT_BATCH_JOIN_OP"
 	# Late delivery (issue 48): the old rule (close, not reset) and settle counted from the
 	# attempt's start. DUP_ONLY leaves the "no false failure" assertion out, so that the
 	# counterexample must be a second request while the first may still commit.

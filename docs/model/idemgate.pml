@@ -36,6 +36,10 @@
  *   MUT_SETTLE_FROM_START the settle window of an attempt that timed out counted from the
  *                         attempt's start, not from the abort of its connection (fixed in
  *                         models/attempts.go settleFrom, jobs/downstream Response.AbortedAt).
+ *   MUT_BATCH_JOIN_OP     with BATCH: a batch of outcomes checks and writes by operation only,
+ *                         so the late outcome of a reaped attempt, sharing a batch with its
+ *                         retry's, is written too (issue 47; fixed in models/groupcommit.go
+ *                         outcomeBatch). The batch of two members is modelled for NG 2.
  *   NO_PAUSE_BOUND        drops the timing assumption (a live process sends its request within
  *                         its lease): shows why the lease margin matters. Informational.
  */
@@ -136,6 +140,15 @@ bit  killR[NG];
 byte crashes;
 byte wphase[NG];       /* 0 idle, 1 claimed and not yet sent, 2 sent */
 bit  queued[NG];       /* BATCH: gateway g's executor waits in a batch (a claim or an outcome) */
+/* BATCH: gateway g's outcome waiting in the batch, as the batch's statement holds it (its
+ * attempt, the state it writes, its ambiguity), so that another member's commit can take it in
+ * the same batch: two outcomes of the one operation, a reaped attempt's late one and its
+ * retry's. joined[g]: g's outcome was decided in another member's batch. */
+bit  qout[NG];
+byte qmya[NG];
+byte qto[NG];
+bit  qamb[NG];
+bit  joined[NG];
 
 /* Ghosts: what the properties read. */
 byte was_term;         /* the terminal state once reached */
@@ -322,9 +335,13 @@ proctype Executor(byte g) {
 #ifdef MUT_BATCH_CHECK_EARLY
 				early = (att_open[mya] && st == RUNNING && etok[g]);   /* checked when queued */
 #endif
+				qmya[g] = mya; qto[g] = to; qamb[g] = myamb; qout[g] = 1;
 				queued[g] = 1 }
 			atomic {
-				queued[g] = 0;
+				queued[g] = 0; qout[g] = 0;
+				if
+				:: joined[g] -> joined[g] = 0   /* decided in the other member's batch */
+				:: else ->
 				if
 #ifndef MUT_BATCH_CHECK_EARLY
 				:: att_open[mya] && st == RUNNING && etok[g] ->
@@ -339,6 +356,34 @@ proctype Executor(byte g) {
 					ambiguous = myamb;
 					check()
 				:: true -> skip   /* refused or cut before the commit; or (guard false) stale */
+				fi;
+				/* The other gateway's outcome of the same operation may share this batch. Each
+				 * member is written only on its own attempt's check (outcomeBatch joins every
+				 * write by the member's attempt, and never batches two outcomes of one
+				 * operation: the second is then decided alone, by the same check).
+				 * MUT_BATCH_JOIN_OP: the batch checked by operation only, so once one member
+				 * passed, every member of the operation was written too. */
+				if
+				:: qout[1 - g] ->
+#ifndef MUT_BATCH_JOIN_OP
+					if
+					:: att_open[qmya[1 - g]] && st == RUNNING && etok[1 - g] ->
+#else
+					if
+					:: st != RUNNING || !att_open[mya] ->   /* the batch wrote a member of the operation */
+#endif
+						att_open[qmya[1 - g]] = 0;
+						if
+						:: qto[1 - g] == UNKNOWN -> to_unknown()
+						:: else -> settle_to(qto[1 - g])
+						fi;
+						ambiguous = qamb[1 - g];
+						check()
+					:: else -> skip
+					fi;
+					joined[1 - g] = 1; qout[1 - g] = 0
+				:: true -> skip   /* not in this batch */
+				fi
 				fi;
 				early = 0 }
 #endif
@@ -371,7 +416,11 @@ over:		skip
 		} unless { killE[g] };
 		/* Killed (or done): everything in memory is gone. */
 		atomic { killE[g] = 0; wphase[g] = 0; etok[g] = 0; mya = 0; cls = 0; to = 0; myamb = 0; wasamb = 0;
-			queued[g] = 0; early = 0; tmo = 0 }
+			queued[g] = 0; early = 0; tmo = 0;
+#ifdef BATCH
+			qout[g] = 0; joined[g] = 0; qmya[g] = 0; qto[g] = 0; qamb[g] = 0;
+#endif
+		}
 	od
 }
 
