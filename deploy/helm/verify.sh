@@ -55,7 +55,7 @@ check() { # name want [helm template flags…]
   echo "-- $name: $(grep -c '^kind:' "$tmp/$name.yaml") manifests valid"
 }
 check default "Deployment=1,Job=1,Service=1"
-check production "Deployment=2,Job=1,Service=2,ServiceMonitor=1,PodDisruptionBudget=2" -f "$chart/values-production.yaml"
+check production "Deployment=2,Job=1,Service=3,ServiceMonitor=1,PodDisruptionBudget=2,NetworkPolicy=1" -f "$chart/values-production.yaml"
 
 # What the production values must have rendered, beyond the kinds.
 prod=$tmp/production.yaml
@@ -67,6 +67,16 @@ expect 'helm.sh/hook: pre-install,pre-upgrade'
 expect 'path: /healthz'
 expect 'path: /readyz'
 expect '- 0.0.0.0:9090'
+expect '- name: IDEMGATE_TRUST_PROXY'
+expect 'kubernetes.io/metadata.name: ingress-nginx'
+# /metrics is never on the API's Service (the one an ingress points at): its only ports are http.
+python3 - "$prod" <<'PY' || exit 1
+import sys
+docs = open(sys.argv[1]).read().split('\n---')
+api = [d for d in docs if '\nkind: Service\n' in d and '\n  name: idemgate\n' in d]
+assert len(api) == 1, 'no API Service rendered'
+assert 'name: metrics' not in api[0], "the API's Service carries /metrics"
+PY
 [ "$(grep -c '^  replicas: 2$' "$prod")" = 1 ] || { echo "values-production.yaml: serve does not run two replicas"; exit 1; }
 
 # A URL without a query gets the mode after ?; a misspelt value, or a Secret without a name,
@@ -87,6 +97,7 @@ refused "value must be one of '', 'exec', 'simple_protocol'" --set pgbouncer.que
 refused "secrets.databaseUrl.name is required" --set secrets.databaseUrl.name=
 refused "got string, want integer" --set-string serve.replicaCount=two
 refused "/metrics/serviceMonitor/interval" --set metrics.serviceMonitor.interval=30sec
+refused "trustProxy needs networkPolicy.enabled" --set trustProxy=10.0.0.0/8
 
 # The production values' pods, run: the migration Job, then serve and worker, each container in
 # podman as the rendered spec says (args, env from the Secrets below, user 65532, read-only root

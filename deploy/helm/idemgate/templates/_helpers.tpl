@@ -89,6 +89,13 @@ dependent variables, $(NAME), adding default_query_exec_mode.
 - name: IDEMGATE_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 {{- end }}
+{{- if .Values.trustProxy }}
+{{- if not .Values.networkPolicy.enabled }}
+{{- fail "trustProxy needs networkPolicy.enabled: X-Forwarded-For is believed only where nothing but the ingress can reach the pods (docs/OPERATIONS.md)" }}
+{{- end }}
+- name: IDEMGATE_TRUST_PROXY
+  value: {{ .Values.trustProxy | quote }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
