@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog/rules"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -209,6 +210,15 @@ type Catalog struct {
 	connections []*Connection
 	servers     []*MCPServer
 	byWire      map[string]*Tool // keyed by the "__" spelling, which is unique per tool
+	rules       *rules.Set       // the file's policies and budgets (docs/POLICY.md)
+}
+
+// Rules returns the file's policies and budgets, compiled; empty when it declares none.
+func (c *Catalog) Rules() *rules.Set {
+	if c == nil {
+		return nil
+	}
+	return c.rules
 }
 
 // FunctionName is the tool's name as every model provider takes it (^[a-zA-Z0-9_-]{1,64}$):

@@ -118,6 +118,10 @@ func LoadWith(data []byte, opts Options) (*Catalog, error) {
 	for _, e := range entries {
 		c.servers = append(c.servers, e.server)
 	}
+	// Policies and budgets are checked against every tool they apply to, upstream ones too.
+	if c.rules, errs = buildRules(nodes.policies, nodes.budgets, c.tools); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	for _, node := range connItems {
 		if n := mappingValue(node, "name"); n != nil {
 			if conn, ok := conns[n.Value]; ok {
@@ -166,10 +170,11 @@ func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Con
 // fileNodes are the items of the tools file's top-level lists.
 type fileNodes struct {
 	tools, connections, servers []*yaml.Node
+	policies, budgets           []*yaml.Node
 }
 
-// topLevel returns the items of the top-level "tools", "connections" and "mcp_servers"
-// lists, rejecting any other top-level field. A file declares tools, servers, or both.
+// topLevel returns the items of the top-level "tools", "connections", "mcp_servers",
+// "policies" and "budgets" lists, rejecting any other top-level field. A file declares tools, servers, or both.
 func topLevel(data []byte) (fileNodes, error) {
 	var out fileNodes
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -195,7 +200,7 @@ func topLevel(data []byte) (fileNodes, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
 		switch {
-		case k.Value != "tools" && k.Value != "connections" && k.Value != "mcp_servers":
+		case k.Value != "tools" && k.Value != "connections" && k.Value != "mcp_servers" && k.Value != "policies" && k.Value != "budgets":
 			return out, &FileError{Field: k.Value, Err: fmt.Errorf("unknown field (line %d)", k.Line)}
 		case seen[k.Value]:
 			return out, &FileError{Field: k.Value, Err: fmt.Errorf("declared twice (line %d)", k.Line)}
@@ -220,6 +225,12 @@ func topLevel(data []byte) (fileNodes, error) {
 		return out, err
 	}
 	if out.tools, err = list("tools"); err != nil {
+		return out, err
+	}
+	if out.policies, err = list("policies"); err != nil {
+		return out, err
+	}
+	if out.budgets, err = list("budgets"); err != nil {
 		return out, err
 	}
 	switch {
