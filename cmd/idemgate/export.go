@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgate/idemgate/handlers/export"
 	"github.com/idemgate/idemgate/internal/buildinfo"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 )
@@ -51,9 +52,13 @@ func (env *environment) export(ctx context.Context, args []string) error {
 	// The tools of MCP servers are known from the servers alone: they are asked, then stopped.
 	servers := mcpclient.New(mcpclient.Config{Log: newLogger(env.stderr, env.getenv("IDEMGATE_LOG_LEVEL")), Version: buildinfo.Read().Version})
 	defer servers.Close()
-	cat, err := loadCatalog(*toolsFile, "http://127.0.0.1/sandbox", env.getenv, servers)
-	if err != nil {
-		return err
+	// An export sends nothing downstream: the connections' credentials are not needed (an
+	// auditor has none of them), only the masking rules.
+	cat := catalog.Demo("http://127.0.0.1/sandbox")
+	if *toolsFile != "" {
+		if cat, err = catalog.LoadFileWith(*toolsFile, catalog.Options{Getenv: env.getenv, MCP: servers, SendsNothing: true}); err != nil {
+			return err
+		}
 	}
 	// The data keys open the audit signing key, which signs the export.
 	l, closeDB, err := env.openSealedLedger(ctx)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/datakey"
 	"github.com/idemgate/idemgate/models/testdb"
@@ -152,5 +153,35 @@ func TestExportCommand(t *testing.T) {
 				assert.Empty(t, out)
 			})
 		}
+	})
+}
+
+// TestExportNeedsNoCredentials (issue 50 item 17): an export sends nothing downstream, so the
+// tools file's connections need none of their credentials: an auditor runs it without the
+// billing token ({env: …} unset, a {file: …} and a client key that are not there), and still
+// gets the file's masking rules. serve, which sends, still refuses the same file.
+func TestExportNeedsNoCredentials(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		c := newCLILedger(t, d)
+		missing := filepath.Join(t.TempDir(), "absent")
+		withConns := `connections:
+  - name: billing
+    base_url: https://billing.example
+    auth: {bearer: {env: BILLING_TOKEN}}
+  - name: ledger
+    base_url: https://ledger.example
+    auth: {header: {name: X-Api-Key, value: {file: ` + missing + `}}}
+    tls: {cert_file: ` + missing + `.crt, key_file: ` + missing + `.key}
+` + strings.Replace(exportToolsYAML, "      url: http://127.0.0.1:9/charge", "      connection: billing\n      url: /charge", 1)
+		require.NoError(t, os.WriteFile(c.tools, []byte(withConns), 0o600))
+
+		out, stderr, err := c.run(t, "export", "--format", "ndjson")
+		require.NoError(t, err, stderr)
+		assert.NotContains(t, out, cliCard, "the file's masking rules apply")
+		assert.Contains(t, stderr, "exported 5 operations")
+
+		_, err = catalog.LoadFileWith(c.tools, catalog.Options{Getenv: func(string) string { return "" }})
+		require.Error(t, err, "a command that sends still needs the credentials")
+		assert.Contains(t, err.Error(), "BILLING_TOKEN")
 	})
 }

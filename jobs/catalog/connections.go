@@ -198,6 +198,9 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 type connectionChecks struct {
 	getenv func(string) string
 	dir    string // relative TLS and secret file paths are relative to it
+	// unsent: nothing is sent through the connection (Options.SendsNothing), so its secrets
+	// and TLS files are named but not read.
+	unsent bool
 }
 
 func buildConnection(raw *rawConnection, index int, chk connectionChecks) (*Connection, []error) {
@@ -239,7 +242,7 @@ func buildConnection(raw *rawConnection, index int, chk connectionChecks) (*Conn
 			add("tls", "cert_file and key_file go together")
 		}
 		c.TLS = spec
-		if len(errs) == 0 {
+		if len(errs) == 0 && !chk.unsent {
 			if _, err := c.TLSConfig(); err != nil {
 				add("", "%v", err)
 			}

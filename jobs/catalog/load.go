@@ -69,6 +69,12 @@ type Options struct {
 	// MCP lists the tools of the file's mcp_servers (starting or connecting to each); nil
 	// refuses a file that declares any.
 	MCP MCPLister
+	// SendsNothing loads the file for a command that sends no request through its connections
+	// (export reads only the masking rules): their credentials ({env: …} and {file: …}
+	// secrets, TLS files) are neither read nor required, so an auditor needs none of them. A
+	// connection an MCP server uses is still loaded whole: its server is asked for its tools.
+	// Such a catalogue must never send a request.
+	SendsNothing bool
 }
 
 // Load parses the YAML tools file (docs/TOOLS.md), validates every tool, applies the defaults and
@@ -89,7 +95,11 @@ func LoadWith(data []byte, opts Options) (*Catalog, error) {
 	}
 	items, connItems := nodes.tools, nodes.connections
 	chk := connectionChecks{getenv: opts.Getenv, dir: opts.Dir}
-	conns, errs := buildConnections(connItems, chk)
+	var unsent func(name string) bool
+	if opts.SendsNothing {
+		unsent = func(name string) bool { return !usedByServer(nodes.servers, name) }
+	}
+	conns, errs := buildConnections(connItems, chk, unsent)
 	entries, serrs := buildMCPServers(nodes.servers, conns, chk)
 	errs = append(errs, serrs...)
 	tools := make([]*Tool, 0, len(items))
@@ -133,7 +143,9 @@ func LoadWith(data []byte, opts Options) (*Catalog, error) {
 }
 
 // buildConnections decodes and validates the connections, indexed by name.
-func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Connection, []error) {
+// unsent, when set, names the connections nothing will be sent through: their credentials
+// are not read.
+func buildConnections(items []*yaml.Node, chk connectionChecks, unsent func(name string) bool) (map[string]*Connection, []error) {
 	conns := make(map[string]*Connection, len(items))
 	var errs []error
 	for i, node := range items {
@@ -153,7 +165,9 @@ func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Con
 			}
 			continue
 		}
-		c, cerrs := buildConnection(&raw, i+1, chk)
+		cc := chk
+		cc.unsent = unsent != nil && unsent(raw.Name)
+		c, cerrs := buildConnection(&raw, i+1, cc)
 		if _, dup := conns[raw.Name]; dup && raw.Name != "" {
 			cerrs = append(cerrs, &ConnectionError{Connection: raw.Name, Index: i + 1, Field: "name", Err: errors.New("declared twice")})
 		}
@@ -165,6 +179,16 @@ func buildConnections(items []*yaml.Node, chk connectionChecks) (map[string]*Con
 		}
 	}
 	return conns, errs
+}
+
+// usedByServer reports whether an MCP server of the file names connection name.
+func usedByServer(servers []*yaml.Node, name string) bool {
+	for _, s := range servers {
+		if n := mappingValue(s, "connection"); n != nil && n.Kind == yaml.ScalarNode && n.Value == name {
+			return true
+		}
+	}
+	return false
 }
 
 // fileNodes are the items of the tools file's top-level lists.

@@ -91,6 +91,9 @@ func parseSecret(v any, literalOK bool, chk connectionChecks) (Secret, error) {
 			}
 			switch k {
 			case "env":
+				if chk.unsent {
+					return Secret{Env: name}, nil // named, not read: nothing is sent
+				}
 				value := chk.getenv(name)
 				if value == "" {
 					return Secret{}, fmt.Errorf("{env: %s}: the environment variable is not set", name)
@@ -98,6 +101,9 @@ func parseSecret(v any, literalOK bool, chk connectionChecks) (Secret, error) {
 				return Secret{Env: name, env: value}, nil
 			case "file":
 				s := Secret{File: chk.path(name)}
+				if chk.unsent {
+					return s, nil
+				}
 				if _, err := os.ReadFile(s.File); err != nil {
 					return Secret{}, fmt.Errorf("{file: %s}: %v", name, errors.Unwrap(err))
 				}
