@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/idemgate/idemgate/models"
@@ -15,7 +19,17 @@ import (
 // openDB opens and migrates the database (every command does, docs/CLI.md) and returns it with a
 // function that closes it.
 func (env *environment) openDB(ctx context.Context) (*gorm.DB, models.Dialect, func(), error) {
-	db, dialect, err := models.Open(ctx, env.getenv("IDEMGATE_DATABASE_URL"))
+	dsn := env.getenv("IDEMGATE_DATABASE_URL")
+	if path, ok := models.SQLitePath(dsn); ok && !env.createsLedger {
+		// Opening would create an empty ledger and answer as if it were the real one (no
+		// keys, no operations): only serve, worker and migrate create one.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			abs, _ := filepath.Abs(path)
+			return nil, "", nil, fmt.Errorf("no ledger at %s (IDEMGATE_DATABASE_URL, default %s in the working directory): "+
+				"set IDEMGATE_DATABASE_URL to the ledger, or create it with `idemgate migrate`", abs, models.DefaultDSN)
+		}
+	}
+	db, dialect, err := models.Open(ctx, dsn)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -15,7 +15,7 @@ import (
 func TestAdminCommandsAreAudited(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		t.Parallel()
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		var prefix string
 		cases := []struct {
 			name   string

@@ -99,7 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("no command given")
 	}
-	env := &environment{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	env := &environment{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
+		createsLedger: args[0] == "serve" || args[0] == "worker" || args[0] == "migrate"}
 	switch args[0] {
 	case "serve":
 		return env.serve(ctx, args[1:], true)
@@ -141,4 +142,7 @@ type environment struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// createsLedger: the command may create an SQLite ledger that does not exist yet (serve,
+	// worker, migrate); every other command refuses one (openDB).
+	createsLedger bool
 }

@@ -47,7 +47,7 @@ func runStdin(t *testing.T, dsn string, env map[string]string, stdin string, arg
 // `delete` removes one; the ledger opens the value for the downstream only.
 func TestSecretCommands(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		key := datakey.Generate()
 		for _, tenant := range []string{"acme", "globex"} {
 			require.NoError(t, runSecretCommand(t, dsn, "", "", "tenant", "create", tenant).err)

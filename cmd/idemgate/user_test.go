@@ -30,7 +30,7 @@ func runUserCommand(t *testing.T, dsn, stdin string, args ...string) (string, st
 func TestUserCreate(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
 		t.Parallel()
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		_, _, err := runUserCommand(t, dsn, "", "tenant", "create", "acme")
 		require.NoError(t, err)
 

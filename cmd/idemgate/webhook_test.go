@@ -28,7 +28,7 @@ var (
 
 func TestWebhookCommands(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		require.NoError(t, runCommand(t, dsn, "tenant", "create", "acme").err)
 
 		t.Run("private targets are refused", func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestWebhookCommands(t *testing.T) {
 // through `serve`, and checks what arrives: signed, masked, and the operation as the API has it.
 func TestServeDeliversWebhooks(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		var mu sync.Mutex
 		var bodies [][]byte
 		var secret string
@@ -161,7 +161,7 @@ func TestServeDeliversWebhooks(t *testing.T) {
 // column, and webhook test queueing one test event. Both engines.
 func TestWebhookFormatCommands(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		dsn := testdb.DSN(t, d)
+		dsn := migratedDSN(t, d)
 		require.NoError(t, runCommand(t, dsn, "tenant", "create", "acme").err)
 		r := runCommand(t, dsn, "webhook", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/pd", "--events", "review.opened,review.resolved",
 			"--format", "pagerduty", "--routing-key", "env:IDEMGATE_WEBHOOK_PAGERDUTY", "--allow-private")
