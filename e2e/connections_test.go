@@ -170,6 +170,7 @@ tools:
     effect: write
     params_schema: {type: object, properties: {text: {type: string}}}
     http: {connection: internal, method: POST, url: /notes, idempotency_header: Idempotency-Key}
+    retry: {unsent_for: 500ms}   # attempts that send nothing are retried this long
 `
 
 // TestFileSecretRotated: a {file: …} secret is read when used, so a rotated mounted secret is
@@ -191,7 +192,7 @@ func TestFileSecretRotated(t *testing.T) {
 		assert.Equal(t, "Bearer token-before-rotation", reqs[0].Header.Get("Authorization"))
 		assert.Equal(t, "Bearer token-after-rotation", reqs[1].Header.Get("Authorization"))
 
-		// Removed: the attempt is not sent (retried, then retries_exhausted).
+		// Removed: the attempt is not sent (retried for unsent_for, then retries_exhausted).
 		require.NoError(t, os.Remove(file))
 		op := waitState(t, g, g.Submit(t, "note-3", "notes.add", `{"text":"c"}`, nil).JSON(t)["id"].(string), "FAILED_FINAL", 10*time.Second)
 		assert.Equal(t, "retries_exhausted", errorMember(t, op)["class"])
@@ -254,7 +255,7 @@ tools:
     effect: write
     params_schema: {type: object, properties: {n: {type: integer}}}
     http: {connection: unreachable, method: POST, url: /entries, idempotency_param: /idempotency_key}
-    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms}
+    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms, unsent_for: 300ms}
 `
 
 // TestOAuth2Connection: one token serves many calls; after a 401 the gateway fetches one new
@@ -316,7 +317,7 @@ func TestOAuth2Connection(t *testing.T) {
 		assert.Contains(t, e["message"], "token *** is not valid", "the echoed token is masked")
 		assert.Equal(t, 3, tokens.count(), "exactly one refresh after the first 401")
 
-		// The token endpoint unreachable: not sent, retried, then retries_exhausted.
+		// The token endpoint unreachable: not sent, retried for unsent_for, then retries_exhausted.
 		un := g.Submit(t, "entry-unreachable", "entries.post_unreachable", `{"n":4}`, nil).JSON(t)
 		un = waitState(t, g, un["id"].(string), "FAILED_FINAL", 10*time.Second)
 		assert.Contains(t, errorMember(t, un)["message"], "the request was not sent")

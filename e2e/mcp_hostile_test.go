@@ -133,7 +133,7 @@ mcp_servers:
     tools:
       - upstream: quote
         effect: write
-        retry: {max_attempts: 2, initial_backoff: 50ms, max_backoff: 100ms}
+        retry: {max_attempts: 2, initial_backoff: 50ms, max_backoff: 100ms, unsent_for: 500ms}
       - upstream: stream
         effect: write
         retry: {max_attempts: 1}
@@ -176,7 +176,7 @@ func TestHostileStreamableHTTPServer(t *testing.T) {
 		srv.Close()
 		down := requireOp(t, g.Submit(t, "quote-down", "hostile.quote", `{}`, map[string]string{"Prefer": "wait=10"}), http.StatusCreated)
 		require.Equal(t, "FAILED_FINAL", down["state"])
-		assert.Equal(t, "retries_exhausted", errorMember(t, down)["class"], "not sent, so retried until the attempts ran out")
+		assert.Equal(t, "retries_exhausted", errorMember(t, down)["class"], "not sent, so retried until unsent_for ran out")
 		evs := string(g.Do(t, http.MethodGet, "/v1/operations/"+down["id"].(string)+"/events", g.Key, nil, "").Body)
 		assert.Contains(t, evs, `"class":"not_sent"`)
 		assert.NotContains(t, evs, `"class":"ambiguous"`)

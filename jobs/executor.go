@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -261,10 +260,9 @@ func (e *Executor) attempt(ctx context.Context, tool *catalog.Tool, c models.Cla
 	// of a sensitive param or of a credential.
 	resp = scrubbed(cd.secrets, resp)
 	e.meter.Attempt(tool.Name, string(class), resp.Latency)
-	d := Decide(PolicyInput{
-		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
-		Retry: tool.Retry, RetryAfter: resp.RetryAfter, Now: e.now(), Jitter: rand.Float64(),
-	})
+	in := e.policyInput(ctx, tool, c, class)
+	in.RetryAfter = resp.RetryAfter
+	d := Decide(in)
 	out := models.AttemptOutcome{Class: string(class), DownstreamStatus: resp.Status, Latency: resp.Latency, TraceID: traceID,
 		AbortedAt: resp.AbortedAt, To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describe(class, resp)}
 	if resp.Err != nil {

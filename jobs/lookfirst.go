@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
@@ -35,8 +34,9 @@ func (e *Executor) lookFirst(ctx context.Context, tool *catalog.Tool, c models.C
 	}
 	e.meter.Probe(tool.Name, ProbeError)
 	e.meter.Attempt(tool.Name, string(NotSent), resp.Latency)
-	d := Decide(PolicyInput{Class: NotSent, Attempt: c.Attempt.Number, HadAmbiguous: c.Op.Ambiguous, RetrySafe: tool.RetrySafe(),
-		Retry: tool.Retry, Now: e.now(), Jitter: rand.Float64()})
+	in := e.policyInput(ctx, tool, c, NotSent)
+	in.RetryAfter = resp.RetryAfter // held while the downstream is known down: how long
+	d := Decide(in)
 	out := models.AttemptOutcome{Class: string(NotSent), DownstreamStatus: resp.Status, Latency: resp.Latency, TraceID: traceID,
 		To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt}
 	why := fmt.Sprintf("it answered %d", resp.Status)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -81,10 +80,7 @@ func (e *Executor) attemptMCP(ctx context.Context, tool *catalog.Tool, c models.
 	class := ClassifyMCP(res)
 	res = scrubbedMCP(cd.secrets, res)
 	e.meter.Attempt(tool.Name, string(class), res.Latency)
-	d := Decide(PolicyInput{
-		Class: class, Attempt: c.Attempt.Number, HadAmbiguous: op.Ambiguous, RetrySafe: tool.RetrySafe(),
-		Retry: tool.Retry, Now: e.now(), Jitter: rand.Float64(),
-	})
+	d := Decide(e.policyInput(ctx, tool, c, class))
 	out := models.AttemptOutcome{Class: string(class), Latency: res.Latency, TraceID: traceID, AbortedAt: abortedAt,
 		To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt, ErrorMessage: describeMCP(class, res)}
 	switch {

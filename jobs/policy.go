@@ -39,9 +39,15 @@ type PolicyInput struct {
 	// the downstream deduplicates on the key we send (catalog.Tool.RetrySafe).
 	RetrySafe bool
 	Retry     catalog.RetryPolicy
-	// RetryAfter is the downstream's Retry-After, zero when it sent none.
+	// RetryAfter is the downstream's Retry-After, zero when it sent none; for a not_sent
+	// attempt held while the downstream is known down, how long it is expected to stay so.
 	RetryAfter time.Duration
-	Now        time.Time
+	// Unsent is how many earlier attempts of the operation sent nothing (not_sent): they count
+	// against Retry.UnsentFor, not against Retry.MaxAttempts. Age is how long ago the
+	// operation was recorded.
+	Unsent int
+	Age    time.Duration
+	Now    time.Time
 	// Jitter is a uniform draw from [0, 1), made by the caller so the function stays pure.
 	Jitter float64
 }
@@ -75,14 +81,16 @@ func Decide(in PolicyInput) Decision {
 			return Decision{To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous}
 		}
 	}
-	if in.Attempt >= in.Retry.MaxAttempts {
+	// Attempts that sent nothing are bounded by time, not by count: an unreachable downstream
+	// must not end an operation before anything was sent (docs/STATES.md).
+	if in.Class == NotSent && in.Age >= in.Retry.UnsentFor || in.Class != NotSent && in.Attempt-in.Unsent >= in.Retry.MaxAttempts {
 		if in.HadAmbiguous || in.Class == Ambiguous {
 			return Decision{To: models.StateUnknown, ErrorClass: models.ErrorAmbiguous}
 		}
 		return Decision{To: models.StateFailedFinal, ErrorClass: models.ErrorRetriesExhausted}
 	}
 	delay := Backoff(in.Retry, in.Attempt, in.Jitter)
-	if in.Class == Throttled && in.RetryAfter > 0 {
+	if (in.Class == Throttled || in.Class == NotSent) && in.RetryAfter > 0 {
 		delay = min(in.RetryAfter, in.Retry.MaxBackoff)
 	}
 	return Decision{To: models.StatePending, NextAttemptAt: in.Now.Add(delay)}

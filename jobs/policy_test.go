@@ -17,7 +17,8 @@ import (
 
 // testPolicy is the retry policy of the exhaustive table: four attempts, so there is a first,
 // a middle and a last one.
-var testPolicy = catalog.RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+var testPolicy = catalog.RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
+	UnsentFor: 10 * time.Minute}
 
 // testNow is the clock of every policy test.
 var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -43,6 +44,10 @@ var positions = []position{{"first", 1}, {"middle", 2}, {"last", testPolicy.MaxA
 // expectDecision is docs/STATES.md written out as rules, independently of the implementation: the
 // state an attempt leads to and the error class recorded with it. A PENDING outcome is checked
 // separately for its timing.
+//
+// last says the attempts ran out: for a not_sent attempt, when retry.unsent_for has passed since
+// the operation was recorded; for any other, when the attempts that sent something (this one
+// and the earlier ones that were not not_sent) reach max_attempts (issue 48).
 func expectDecision(class jobs.Class, effect catalog.Effect, keys, last, hadAmbiguous bool) (models.State, string) {
 	// "An ambiguous attempt is retried only when ... the tool's effect is read or idempotent,
 	// or the downstream honours idempotency keys."
@@ -74,7 +79,8 @@ func expectDecision(class jobs.Class, effect catalog.Effect, keys, last, hadAmbi
 }
 
 // TestDecideEveryCombination walks class × effect × key support × attempt position ×
-// HadAmbiguous and checks each decision against docs/STATES.md.
+// HadAmbiguous × the operation's age (inside or past retry.unsent_for) × its earlier not_sent
+// attempts (none, or all of them) and checks each decision against docs/STATES.md.
 func TestDecideEveryCombination(t *testing.T) {
 	t.Parallel()
 	classes := []jobs.Class{jobs.NotSent, jobs.Throttled, jobs.Ambiguous, jobs.Rejected, jobs.Succeeded}
@@ -86,30 +92,38 @@ func TestDecideEveryCombination(t *testing.T) {
 			for _, keys := range []bool{false, true} {
 				for _, pos := range positions {
 					for _, hadAmbiguous := range []bool{false, true} {
-						cases++
-						name := fmt.Sprintf("%s/%s/keys=%t/%s/had_ambiguous=%t", class, effect, keys, pos.name, hadAmbiguous)
-						t.Run(name, func(t *testing.T) {
-							tool := toolFor(effect, keys)
-							got := jobs.Decide(jobs.PolicyInput{
-								Class: class, Attempt: pos.attempt, HadAmbiguous: hadAmbiguous, RetrySafe: tool.RetrySafe(),
-								Retry: tool.Retry, Now: testNow, Jitter: jitter,
-							})
-							wantState, wantClass := expectDecision(class, effect, keys, pos.attempt == testPolicy.MaxAttempts, hadAmbiguous)
-							assert.Equal(t, wantState, got.To)
-							assert.Equal(t, wantClass, got.ErrorClass)
-							if wantState != models.StatePending {
-								assert.True(t, got.NextAttemptAt.IsZero(), "NextAttemptAt is only set on PENDING")
-								return
+						for _, age := range []time.Duration{time.Minute, testPolicy.UnsentFor} {
+							for _, unsent := range []int{0, pos.attempt - 1} {
+								cases++
+								name := fmt.Sprintf("%s/%s/keys=%t/%s/had_ambiguous=%t/age=%s/unsent=%d", class, effect, keys, pos.name, hadAmbiguous, age, unsent)
+								t.Run(name, func(t *testing.T) {
+									tool := toolFor(effect, keys)
+									got := jobs.Decide(jobs.PolicyInput{
+										Class: class, Attempt: pos.attempt, HadAmbiguous: hadAmbiguous, RetrySafe: tool.RetrySafe(),
+										Retry: tool.Retry, Now: testNow, Jitter: jitter, Age: age, Unsent: unsent,
+									})
+									last := pos.attempt-unsent >= testPolicy.MaxAttempts
+									if class == jobs.NotSent {
+										last = age >= testPolicy.UnsentFor
+									}
+									wantState, wantClass := expectDecision(class, effect, keys, last, hadAmbiguous)
+									assert.Equal(t, wantState, got.To)
+									assert.Equal(t, wantClass, got.ErrorClass)
+									if wantState != models.StatePending {
+										assert.True(t, got.NextAttemptAt.IsZero(), "NextAttemptAt is only set on PENDING")
+										return
+									}
+									assertBackoffWindow(t, testPolicy, pos.attempt, got.NextAttemptAt.Sub(testNow))
+									assert.Equal(t, testNow.Add(jobs.Backoff(testPolicy, pos.attempt, jitter)), got.NextAttemptAt)
+								})
 							}
-							assertBackoffWindow(t, testPolicy, pos.attempt, got.NextAttemptAt.Sub(testNow))
-							assert.Equal(t, testNow.Add(jobs.Backoff(testPolicy, pos.attempt, jitter)), got.NextAttemptAt)
-						})
+						}
 					}
 				}
 			}
 		}
 	}
-	require.Equal(t, 5*3*2*3*2, cases)
+	require.Equal(t, 5*3*2*3*2*2*2, cases)
 }
 
 // assertBackoffWindow checks a retry delay after attempt n lies in the full-jitter window of
@@ -143,16 +157,22 @@ func TestDecideNamedCases(t *testing.T) {
 			in: jobs.PolicyInput{Class: jobs.Ambiguous, Attempt: 1}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
 		{name: "ambiguous idempotent tool is retried", tool: idem,
 			in: jobs.PolicyInput{Class: jobs.Ambiguous, Attempt: 2}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
-		{name: "exhausted after only not_sent fails retries_exhausted", tool: write,
-			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 4}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
+		{name: "not_sent past unsent_for after only not_sent fails retries_exhausted", tool: write,
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 4, Unsent: 3, Age: 10 * time.Minute}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
+		{name: "not_sent at max_attempts inside unsent_for is retried: nothing was sent", tool: write,
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 40, Unsent: 39, Age: 9 * time.Minute}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
+		{name: "a sent attempt after not_sent ones counts only the sent ones", tool: write,
+			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 6, Unsent: 3}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
+		{name: "the fourth sent attempt after not_sent ones is exhausted", tool: write,
+			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 7, Unsent: 3}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
 		{name: "exhausted after only throttled fails retries_exhausted", tool: write,
 			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 4, RetryAfter: time.Second}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
 		{name: "exhausted after an earlier ambiguous goes UNKNOWN", tool: writeKeys,
-			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 4, HadAmbiguous: true}, want: models.StateUnknown, wantClass: models.ErrorAmbiguous},
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 4, HadAmbiguous: true, Age: time.Hour}, want: models.StateUnknown, wantClass: models.ErrorAmbiguous},
 		{name: "exhausted on an ambiguous attempt goes UNKNOWN", tool: writeKeys,
 			in: jobs.PolicyInput{Class: jobs.Ambiguous, Attempt: 4}, want: models.StateUnknown, wantClass: models.ErrorAmbiguous},
 		{name: "attempt past max_attempts counts as exhausted", tool: write,
-			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 9}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
+			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 9}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
 		{name: "throttled with Retry-After waits exactly that long", tool: write,
 			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 1, RetryAfter: 2 * time.Second}, want: models.StatePending, wantNextAt: testNow.Add(2 * time.Second)},
 		{name: "throttled Retry-After is capped by max_backoff", tool: write,
@@ -161,15 +181,20 @@ func TestDecideNamedCases(t *testing.T) {
 			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 3, RetryAfter: 10 * time.Millisecond}, want: models.StatePending, wantNextAt: testNow.Add(10 * time.Millisecond)},
 		{name: "throttled without Retry-After backs off", tool: write,
 			in: jobs.PolicyInput{Class: jobs.Throttled, Attempt: 1}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
-		{name: "not_sent ignores a Retry-After", tool: write,
-			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1, RetryAfter: 3 * time.Second}, want: models.StatePending, wantNextAt: testNow.Add(100 * time.Millisecond)},
+		{name: "not_sent held while the downstream is known down waits until it may be up", tool: write,
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1, RetryAfter: 3 * time.Second}, want: models.StatePending, wantNextAt: testNow.Add(3 * time.Second)},
+		{name: "not_sent held longer than max_backoff waits max_backoff", tool: write,
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1, RetryAfter: time.Hour}, want: models.StatePending, wantNextAt: testNow.Add(5 * time.Second)},
 		{name: "rejected is final even with attempts left", tool: writeKeys,
 			in: jobs.PolicyInput{Class: jobs.Rejected, Attempt: 1}, want: models.StateFailedFinal, wantClass: models.ErrorRejected},
 		{name: "rejected after an ambiguous attempt is still unknown", tool: writeKeys,
 			in: jobs.PolicyInput{Class: jobs.Rejected, Attempt: 2, HadAmbiguous: true}, want: models.StateUnknown, wantClass: models.ErrorAmbiguous},
 		{name: "succeeded after an ambiguous attempt is a success", tool: write,
 			in: jobs.PolicyInput{Class: jobs.Succeeded, Attempt: 4, HadAmbiguous: true}, want: models.StateSucceeded},
-		{name: "a single allowed attempt that was not sent is exhausted", tool: catalog.Tool{Effect: catalog.EffectWrite,
+		{name: "a single allowed attempt that was not sent is retried within unsent_for", tool: catalog.Tool{Effect: catalog.EffectWrite,
+			Retry: catalog.RetryPolicy{MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second, UnsentFor: time.Minute}},
+			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1}, want: models.StatePending, wantNextAt: testNow.Add(time.Second)},
+		{name: "unsent_for 0: a not_sent attempt is exhausted at once", tool: catalog.Tool{Effect: catalog.EffectWrite,
 			Retry: catalog.RetryPolicy{MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second}},
 			in: jobs.PolicyInput{Class: jobs.NotSent, Attempt: 1}, want: models.StateFailedFinal, wantClass: models.ErrorRetriesExhausted},
 	}

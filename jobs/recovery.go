@@ -215,7 +215,7 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 		since = asked.Sub(*op.UnknownSince)
 	}
 	d := DecideProbe(ProbeInput{Status: resp.Status, Failed: failed, Missing: missing, SinceUnknown: since,
-		Settle: tool.Reconcile.Settle, AttemptsLeft: op.Attempts < tool.Retry.MaxAttempts, Probes: op.Probes,
+		Settle: tool.Reconcile.Settle, AttemptsLeft: r.exec.attemptsLeft(ctx, tool, op), Probes: op.Probes,
 		Now: now, Jitter: rand.Float64()})
 	r.exec.meter.Probe(tool.Name, d.Outcome)
 	out := models.ProbeOutcome{Status: resp.Status, Outcome: d.Outcome, To: d.To, NextProbeAt: d.NextProbeAt, ErrorClass: d.ErrorClass}

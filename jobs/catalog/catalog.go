@@ -114,9 +114,15 @@ type ReconcileSpec struct {
 
 // RetryPolicy bounds automatic retries. MaxAttempts counts the first attempt.
 type RetryPolicy struct {
+	// MaxAttempts bounds the attempts whose request was sent (or may have been), counting
+	// the first; attempts that sent nothing (not_sent) count against UnsentFor instead.
 	MaxAttempts    int
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
+	// UnsentFor is how long after the operation was recorded attempts that sent nothing
+	// (the downstream unreachable) are still retried: an outage shorter than this ends no
+	// operation FAILED_FINAL before anything was sent.
+	UnsentFor time.Duration
 }
 
 // ReviewPolicy says when humans must act.

@@ -53,6 +53,7 @@ type rawRetry struct {
 	MaxAttempts    *int   `yaml:"max_attempts"`
 	InitialBackoff string `yaml:"initial_backoff"`
 	MaxBackoff     string `yaml:"max_backoff"`
+	UnsentFor      string `yaml:"unsent_for"`
 }
 
 type rawReview struct {

@@ -48,7 +48,7 @@ func TestDemoCatalogue(t *testing.T) {
 	refund, _ := c.Get("refunds.issue")
 	assert.False(t, refund.RetrySafe(), "the sandbox ignores keys for refunds")
 	assert.Equal(t, []string{"/card_number"}, refund.SensitiveParams)
-	assert.Equal(t, RetryPolicy{MaxAttempts: 4, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}, refund.Retry)
+	assert.Equal(t, RetryPolicy{MaxAttempts: 4, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second, UnsentFor: DefaultUnsentFor}, refund.Retry)
 	assert.Equal(t, 2*time.Second, refund.Reconcile.Settle)
 	assert.False(t, refund.Review.RequireApproval)
 

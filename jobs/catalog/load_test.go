@@ -40,7 +40,7 @@ func baseTool() map[string]any {
 			"url":    "http://127.0.0.1:9100/tickets?reference={{.OperationID}}",
 			"settle": "2s",
 		},
-		"retry":  map[string]any{"max_attempts": 4, "initial_backoff": "100ms", "max_backoff": "5s"},
+		"retry":  map[string]any{"max_attempts": 4, "initial_backoff": "100ms", "max_backoff": "5s", "unsent_for": "90s"},
 		"review": map[string]any{"require_approval": false, "approvals": 1, "approval_ttl": "24h", "escalate_after": "1m"},
 		"compensation": map[string]any{
 			"tool":   "tickets.close",
@@ -160,6 +160,7 @@ func TestLoadRejectsInvalidFields(t *testing.T) {
 		{"retry attempts not a number", "retry.max_attempts", "three", tool + `retry.max_attempts: expected an integer, got "three"`},
 		{"retry initial zero", "retry.initial_backoff", "0s", tool + `retry.initial_backoff: invalid duration "0s": must be more than 0`},
 		{"retry max bad", "retry.max_backoff", "soon", tool + `retry.max_backoff: invalid duration "soon"`},
+		{"retry unsent_for bad", "retry.unsent_for", "soon", tool + `retry.unsent_for: invalid duration "soon"`},
 		{"retry initial above max", "retry.initial_backoff", "10s", tool + `retry.initial_backoff: 10s is more than max_backoff 5s`},
 		{"review approvals zero", "review.approvals", 0, tool + `review.approvals: 0 out of range 1..10`},
 		{"review approvals eleven", "review.approvals", 11, tool + `review.approvals: 11 out of range 1..10`},
@@ -288,7 +289,7 @@ tools:
 	assert.Equal(t, "Read a thing", tl.Description)
 	assert.Equal(t, HTTPSpec{Method: "POST", URL: "http://127.0.0.1:9100/things", Timeout: 10 * time.Second}, tl.HTTP)
 	assert.Equal(t, &ReconcileSpec{Method: "GET", URL: "http://127.0.0.1:9100/things", Settle: 0}, tl.Reconcile)
-	assert.Equal(t, RetryPolicy{MaxAttempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}, tl.Retry)
+	assert.Equal(t, RetryPolicy{MaxAttempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, UnsentFor: DefaultUnsentFor}, tl.Retry)
 	assert.Equal(t, ReviewPolicy{RequireApproval: false, Approvals: 1, ApprovalTTL: 24 * time.Hour, EscalateAfter: time.Minute}, tl.Review)
 	assert.Equal(t, 720*time.Hour, tl.Retention)
 	assert.Nil(t, tl.Compensation)
@@ -308,7 +309,7 @@ func TestLoadKeepsDeclaredValues(t *testing.T) {
 	assert.Equal(t, []string{"/card_number", "/card/number", "/a~1b"}, got.SensitiveParams, "names become pointers, duplicates go")
 	assert.Equal(t, HTTPSpec{Method: "POST", URL: "http://127.0.0.1:9100/tickets", Timeout: 2 * time.Second,
 		IdempotencyHeader: "Idempotency-Key", ResultReference: "/id"}, got.HTTP)
-	assert.Equal(t, RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}, got.Retry)
+	assert.Equal(t, RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, UnsentFor: 90 * time.Second}, got.Retry)
 	assert.Equal(t, 2*time.Second, got.Reconcile.Settle)
 	assert.Equal(t, 24*time.Hour, got.Retention)
 	assert.Equal(t, "tickets.close", got.Compensation.Tool)

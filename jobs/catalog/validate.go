@@ -21,6 +21,7 @@ const (
 	AttemptsLimit          = 100
 	DefaultInitialBackoff  = 100 * time.Millisecond
 	DefaultMaxBackoff      = 5 * time.Second
+	DefaultUnsentFor       = 10 * time.Minute
 	DefaultApprovals       = 1
 	MaxApprovals           = 10
 	DefaultApprovalTTL     = 24 * time.Hour
@@ -195,6 +196,7 @@ func validateRetry(t *Tool, raw *rawRetry, ec *collector) {
 	t.Retry.MaxAttempts = intInRange(ec, "retry.max_attempts", raw.MaxAttempts, DefaultMaxAttempts, 1, AttemptsLimit)
 	t.Retry.InitialBackoff = duration(ec, "retry.initial_backoff", raw.InitialBackoff, DefaultInitialBackoff, positive)
 	t.Retry.MaxBackoff = duration(ec, "retry.max_backoff", raw.MaxBackoff, DefaultMaxBackoff, positive)
+	t.Retry.UnsentFor = duration(ec, "retry.unsent_for", raw.UnsentFor, DefaultUnsentFor, nonNegative)
 	if t.Retry.InitialBackoff > 0 && t.Retry.MaxBackoff > 0 && t.Retry.InitialBackoff > t.Retry.MaxBackoff {
 		ec.addf("retry.initial_backoff", "%s is more than max_backoff %s", t.Retry.InitialBackoff, t.Retry.MaxBackoff)
 	}

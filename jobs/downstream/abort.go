@@ -179,12 +179,12 @@ func (b *releasingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// dialer dials downstream connections: guarded, with keepalives and a default
-// TCP_USER_TIMEOUT.
-func dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+// dialer dials downstream connections through each host's gate (hostgate.go): guarded, with
+// keepalives and a default TCP_USER_TIMEOUT.
+func dialer(gates *hostGates) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
+		c, err := gates.dial(ctx, network, addr, d.DialContext)
 		if err != nil {
 			return nil, err
 		}

@@ -134,3 +134,29 @@ func TestAnsweredConnectionIsReused(t *testing.T) {
 	}
 	assert.Len(t, conns, 1, "one connection served the three requests")
 }
+
+// TestUnreachableHostIsHeld: connection attempts to a host that refuses them are counted; after a
+// few in a row the connector sends nothing more for a while and says until when
+// (Response.RetryAfter), and the call counts as not sent.
+func TestUnreachableHostIsHeld(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cn := downstream.NewConnector()
+	call := downstream.Call{Method: http.MethodPost, URL: "http://" + addr + "/refunds", Body: []byte(`{}`),
+		Header: http.Header{}, Timeout: 10 * time.Second}
+	var down *downstream.HostDownError
+	var r downstream.Response
+	for range 20 {
+		if r = cn.Do(context.Background(), call); errors.As(r.Err, &down) {
+			break
+		}
+		assert.False(t, r.Wrote)
+	}
+	require.ErrorAs(t, r.Err, &down, "%v", r.Err)
+	assert.False(t, r.Wrote)
+	assert.Positive(t, r.RetryAfter, "held until the circuit lets a connection attempt through again")
+	assert.Equal(t, addr, down.Host)
+}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,7 +105,7 @@ func New(cfg Config) *Connector {
 	// Every connection is guarded (abort.go), and carries one request at a time: HTTP/2 would
 	// multiplex requests on one connection, and resetting it for one attempt's timeout would
 	// cut the others (while a stream's own cancel leaves its data free to arrive).
-	tr.DialContext = dialer()
+	tr.DialContext = dialer(newHostGates())
 	tr.ForceAttemptHTTP2 = false
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	return &Connector{base: tr, client: newClient(tr), secrets: cfg.TenantSecrets,
@@ -221,6 +222,9 @@ func (cn *Connector) send(ctx context.Context, client *http.Client, c Call, body
 	if err != nil {
 		r.Latency = time.Since(start)
 		r.Err = err
+		if down := (*HostDownError)(nil); errors.As(err, &down) {
+			r.RetryAfter = max(time.Until(down.Until), 0) // held: nothing was sent
+		}
 		return r
 	}
 	defer resp.Body.Close()
