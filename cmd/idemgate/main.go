@@ -4,20 +4,63 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "idemgate:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode is the process's exit status after run returned err, which it reports on stderr:
+// 0 for none, and for -h (the flag set printed its flags: help was asked for, nothing failed);
+// 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	}
+	fmt.Fprintln(stderr, "idemgate:", err)
+	return 1
+}
+
+// flagSets are the commands that have flags, by the name of their flag set (newFlagSet's):
+// `idemgate help` prints each one's flags from the flag set itself. TestHelpListsEveryFlagSet
+// keeps the list equal to the flag sets the source makes.
+var flagSets = []string{"apikey create", "audit export", "audit key", "audit verify", "datakey rotate", "export",
+	"secret delete", "secret list", "secret set", "serve", "tools import", "user create", "version",
+	"webhook create", "webhook list"}
+
+// help prints the summary, then every flag of every command, as its flag set describes it
+// (the same text as `idemgate CMD -h`), so the two cannot disagree.
+func (env *environment) help(ctx context.Context) error {
+	fmt.Fprint(env.stdout, usage)
+	fmt.Fprint(env.stdout, "\nFlags (also `idemgate COMMAND -h`; serve's are worker's too; docs/CLI.md says more):\n")
+	for _, name := range flagSets {
+		var flags strings.Builder
+		args := append(strings.Fields(name), "-h")
+		if name == "audit key" {
+			args = []string{"audit", "key", "list", "-h"}
+		}
+		if err := run(ctx, args, env.getenv, strings.NewReader(""), io.Discard, &flags); !errors.Is(err, flag.ErrHelp) {
+			return fmt.Errorf("help: idemgate %s -h: %v", name, err)
+		}
+		text := flags.String()
+		if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "Usage of ") {
+			text = rest
+		}
+		fmt.Fprintf(env.stdout, "\nidemgate %s\n%s", name, text)
+	}
+	return nil
 }
 
 const usage = `idemgate — an execution gateway that makes agents' state-changing tool calls safe to retry.
@@ -129,8 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "version":
 		return env.version(ctx, args[1:])
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+		return env.help(ctx)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
