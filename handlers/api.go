@@ -279,22 +279,42 @@ func (a *API) answer(c echo.Context, res jobs.SubmitResult) error {
 		h.Set("Idempotent-Replayed", "true")
 		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
 	}
-	return inFlightProblem(op)
+	return inFlightProblem(op, toolOf(a.Catalog, op.Tool))
 }
 
 // inFlightProblem is the answer to a duplicate request whose operation was not terminal within
 // its wait: the agent must poll that operation, never invent a new key.
-func inFlightProblem(op *models.Operation) *Problem {
+func inFlightProblem(op *models.Operation, tool *catalog.Tool) *Problem {
 	p := &Problem{Op: op, Location: "/v1/operations/" + op.ID, RetryAfter: retryAfter(op)}
 	switch op.State {
 	case models.StateUnknown:
-		p.Slug, p.Detail = problems.OperationUncertain, "the downstream may have performed this operation; idemgate is reconciling it. Poll the operation; do not retry with a new key."
+		p.Slug, p.Detail = problems.OperationUncertain, "the downstream may have performed this operation; "+uncertainBy(op, tool)+
+			". Poll the operation; do not retry with a new key."
 	case models.StateAwaitingApproval:
 		p.Slug, p.Detail = problems.OperationAwaitingApproval, "this operation waits for a reviewer's approval. Poll the operation."
 	default:
 		p.Slug, p.Detail = problems.OperationInProgress, "this operation is still running. Poll the operation or retry with the same key."
 	}
 	return p
+}
+
+// uncertainBy says who settles an UNKNOWN operation: a person, once a review is open on it or
+// when its tool has no reconcile (its outcome goes straight to a person); otherwise idemgate,
+// by asking the downstream. tool is nil when the catalogue no longer has it.
+func uncertainBy(op *models.Operation, tool *catalog.Tool) string {
+	if op.ReviewID != nil || (tool != nil && tool.Reconcile == nil) {
+		return "idemgate cannot settle it by asking the downstream, so a person decides its outcome in the review queue"
+	}
+	return "idemgate is reconciling it with the downstream"
+}
+
+// toolOf is the catalogue's tool of that name, nil when there is none.
+func toolOf(cat *catalog.Catalog, name string) *catalog.Tool {
+	if cat == nil {
+		return nil
+	}
+	t, _ := cat.Get(name)
+	return t
 }
 
 // retryAfter suggests when to look again: when the next attempt is due, else soon.

@@ -38,7 +38,7 @@ func operationResult(cat *catalog.Catalog, res jobs.SubmitResult) *mcp.CallToolR
 		text = fmt.Sprintf("%s failed finally (operation %s)%s. It will not run again under this key: calling again "+
 			"with the same operation_key returns this outcome.", op.Tool, op.ID, failure(op))
 	default:
-		p := inFlightProblem(op)
+		p := inFlightProblem(op, toolOf(cat, op.Tool))
 		out.IsError = true
 		out.Meta[MCPMetaProblem], out.Meta[MCPMetaRetryAfter] = p.Slug, p.RetryAfter
 		text = fmt.Sprintf("Operation %s is %s, not final yet: %s Call this tool again in about %d s with the same "+

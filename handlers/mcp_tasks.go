@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgate/idemgate/handlers/mcptasks"
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -78,7 +79,7 @@ func (s taskStore) task(op *models.Operation) (mcptasks.Task, error) {
 	}
 	switch {
 	case !op.State.Terminal():
-		t.Status, t.StatusMessage = mcptasks.Working, waitingFor(op)
+		t.Status, t.StatusMessage = mcptasks.Working, waitingFor(op, toolOf(s.api.Catalog, op.Tool))
 	case op.State == models.StateFailedFinal && op.ErrorClass != nil && *op.ErrorClass == models.ErrorCancelled:
 		t.Status, t.StatusMessage = mcptasks.Cancelled, "cancelled before it was sent"
 	default:
@@ -100,12 +101,12 @@ func (s taskStore) task(op *models.Operation) (mcptasks.Task, error) {
 }
 
 // waitingFor says what a task that is not terminal waits for.
-func waitingFor(op *models.Operation) string {
+func waitingFor(op *models.Operation, tool *catalog.Tool) string {
 	switch op.State {
 	case models.StateAwaitingApproval:
 		return "waiting for a reviewer's approval in the idemgate console"
 	case models.StateUnknown:
-		return "the downstream may have performed it; idemgate is reconciling it with the downstream"
+		return "the downstream may have performed it; " + uncertainBy(op, tool)
 	case models.StatePending:
 		if op.NextAttemptAt != nil {
 			return "a retry is scheduled at " + op.NextAttemptAt.UTC().Format(time.RFC3339)

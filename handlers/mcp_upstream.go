@@ -96,7 +96,7 @@ func upstreamResult(t *catalog.Tool, res jobs.SubmitResult) *mcp.CallToolResult 
 		out.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s did not succeed (operation %s is %s%s). "+
 			"Calling again with the same operation_key returns this outcome.", op.Tool, op.ID, op.State, failure(op))}}
 	default:
-		p := inFlightProblem(op)
+		p := inFlightProblem(op, t)
 		out.IsError = true
 		out.Meta[MCPMetaProblem], out.Meta[MCPMetaRetryAfter] = p.Slug, p.RetryAfter
 		out.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Operation %s is %s, not final yet: %s "+
