@@ -67,6 +67,7 @@ var codeAnswers = map[models.Code]codeAnswer{
 	models.CodeKeyExpired: {slug: problems.IdempotencyKeyExpired, aboutOp: true, tell: true, refusal: true,
 		detail: "the record of this Idempotency-Key passed its retention; the key will never run again"},
 	models.CodeConnectionNotConfigured: {slug: problems.ConnectionNotConfigured, tell: true, refusal: true},
+	models.CodePolicyDenied:            {slug: problems.PolicyDenied, tell: true, refusal: true},
 	models.CodeNotCancellable:          {slug: problems.NotCancellable, aboutOp: true, tell: true, refusal: true},
 	models.CodeNotCompensable:          {slug: problems.NotCompensable, aboutOp: true, tell: true, refusal: true},
 	models.CodeUnavailable: {slug: problems.LedgerUnavailable, retryAfter: ledgerRetryAfter,
@@ -125,6 +126,9 @@ func (row codeAnswer) answer(err error) Answer {
 	}
 	if row.aboutOp {
 		p.Op = models.ErrorOperation(err)
+	}
+	if denied, ok := models.PolicyDenial(err); ok {
+		p.Policy = denied
 	}
 	a := Answer{Problem: p, Status: row.status, Refusal: row.refusal, Message: say}
 	if a.Status == 0 {

@@ -31,6 +31,7 @@ func TestAnswerForEveryLedgerCode(t *testing.T) {
 		{models.CodeKeyMismatch, problems.IdempotencyKeyMismatch, http.StatusUnprocessableEntity, said, true},
 		{models.CodeKeyExpired, problems.IdempotencyKeyExpired, http.StatusGone, said, true},
 		{models.CodeConnectionNotConfigured, problems.ConnectionNotConfigured, http.StatusUnprocessableEntity, said, true},
+		{models.CodePolicyDenied, problems.PolicyDenied, http.StatusForbidden, said, true},
 		{models.CodeNotCancellable, problems.NotCancellable, http.StatusConflict, said, true},
 		{models.CodeNotCompensable, problems.NotCompensable, http.StatusConflict, said, true},
 		{models.CodeUnavailable, problems.LedgerUnavailable, http.StatusServiceUnavailable,

@@ -23,7 +23,9 @@ type Problem struct {
 	RetryAfter int
 	// Location, when set, is sent as Location.
 	Location string
-	Err      error // the cause, for logs only
+	// Policy, when set, names the rule and reason of a policy's refusal (policy-denied).
+	Policy *models.PolicyDenied
+	Err    error // the cause, for logs only
 }
 
 func (p *Problem) Error() string {
@@ -49,6 +51,9 @@ func (p *Problem) body() problems.Body {
 	body.Errors = p.Errors
 	if p.Op != nil {
 		body = body.AboutOperation(p.Op.ID, string(p.Op.State))
+	}
+	if p.Policy != nil {
+		body.Rule, body.Reason = p.Policy.Rule, p.Policy.Reason
 	}
 	return body
 }

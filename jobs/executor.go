@@ -32,9 +32,14 @@ type Meter interface {
 	// Waited counts a wait for an operation (a duplicate's, or the original's beyond its
 	// attempt) by what ended it: WaitNotified, WaitPolled, WaitDeadline or WaitCancelled.
 	Waited(endedBy string)
+	// PolicyDecided counts a decision of the tools file's policies on a new call, by the rule
+	// that decided ("" when none matched) and the decision.
+	PolicyDecided(rule, decision string)
 }
 
 type noMeter struct{}
+
+func (noMeter) PolicyDecided(string, string) {}
 
 func (noMeter) Attempt(string, string, time.Duration) {}
 func (noMeter) Probe(string, string)                  {}

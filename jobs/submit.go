@@ -39,6 +39,13 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	if err := e.checkTenantSecrets(ctx, req); err != nil {
 		return SubmitResult{}, err
 	}
+	policy, err := e.policyFor(ctx, req)
+	if err != nil {
+		if denied, ok := models.PolicyDenial(err); ok {
+			e.auditDenied(ctx, req, denied)
+		}
+		return SubmitResult{}, err
+	}
 	in, err := e.newOperation(req.Caller.Tenant, req.Key, req.Tool, req.Params)
 	if err != nil {
 		return SubmitResult{}, err
@@ -47,9 +54,15 @@ func (e *Executor) Submit(ctx context.Context, req SubmitRequest) (SubmitResult,
 	in.WorkflowRunID, in.StepID, in.Compensates = req.WorkflowRunID, req.StepID, req.Compensates
 	in.Justification = maskedJustification(req.Tool, req.Params, req.Justification)
 	in.NeedsApproval = req.Tool.Review.RequireApproval
+	if in.Policy = policy; policy != nil && policy.Decision == models.PolicyRequireApproval {
+		in.NeedsApproval, in.ReviewReason = true, models.ReasonPolicy
+	}
 	in.Claim = &models.ClaimSpec{Worker: e.worker, LeaseFor: e.LeaseFor(req.Tool.Name)}
 	s, err := e.ledger.Submit(ctx, in)
 	if err != nil {
+		if denied, ok := models.PolicyDenial(err); ok { // a budget's deny, decided as it was charged
+			e.auditDenied(ctx, req, denied)
+		}
 		return SubmitResult{}, err
 	}
 	if !s.Created {

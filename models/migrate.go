@@ -27,7 +27,7 @@ var indexSteps = map[int]string{23: "operations_lookalike"}
 // tables, indexes built CONCURRENTLY), by the oldest schema that still runs on a ledger they
 // have migrated. Every other step serves only binaries of its own schema. The rule for new
 // steps is in docs/OPERATIONS.md ("Upgrading"): expand, then contract one release later.
-var expands = map[int]int{22: 21, 23: 22, 24: 22, 25: 22, 26: 22, 27: 22}
+var expands = map[int]int{22: 21, 23: 22, 24: 22, 25: 22, 26: 22, 27: 22, 28: 22}
 
 // servesFrom is the oldest schema a binary may know and still run on a ledger migrated by
 // step m.
@@ -348,6 +348,10 @@ ALTER TABLE webhook_subscriptions ADD COLUMN routing_key TEXT;
 ALTER TABLE webhook_subscriptions ADD COLUMN routing_key_sealed TEXT;
 ALTER TABLE webhook_subscriptions ADD COLUMN routing_key_hint TEXT;
 `},
+	// Policy on arguments and budgets (models/policy.go): what a policy decided of an operation,
+	// the budgets' charges, and the rows that serialise the charges of one scope value. New
+	// tables: the previous release ignores them.
+	{28, "policies and budgets", policySchema},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation

@@ -48,6 +48,10 @@ type NewOperation struct {
 	// Reason is why a person asked for this operation (a reviewer proposing a compensation):
 	// kept on its created event, for the reviewers who approve it.
 	Reason string
+	// Policy, when set, is what the tools file's policies decided of the call and the budgets
+	// it is charged to (docs/POLICY.md): the budgets are charged, and may hold or deny it, in the
+	// transaction that records it; the decision is recorded with it.
+	Policy *PolicyDecision
 	// Audit, when set, gives the audit entry of a person's request that this operation records
 	// (a reviewer's proposal of a compensation): appended in the transaction that creates the
 	// operation, and only then, so the request and its entry commit together.
@@ -82,7 +86,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	// answers replays and recent misses were mostly new keys: a key that is known then costs
 	// that statement (which writes nothing) and the read, a new one the statement alone.
 	// Otherwise the read comes first (missGuess).
-	oneStatement := l.dialect == Postgres && in.Claim != nil && !in.NeedsApproval && in.Audit == nil && in.Compensates == ""
+	oneStatement := l.dialect == Postgres && in.Claim != nil && !in.NeedsApproval && in.Audit == nil && in.Compensates == "" && in.Policy == nil
 	guessing := oneStatement && l.replays.isLive()
 	statementFirst := guessing && l.misses.likelyNew()
 	if !statementFirst {
@@ -154,6 +158,32 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	}
 	var existing *Operation
 	err := l.txn(ctx, "submit", func(tx *gorm.DB) ([]string, error) {
+		if in.Policy != nil {
+			decision, err := l.chargeBudgets(tx, op.Tenant, in.Policy)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case decision == PolicyDeny:
+				// Nothing is recorded: the key stays unused, as for a rule's deny. A key
+				// recorded meanwhile is answered from its row by the retry.
+				rule, reason := in.Policy.Rule, in.Policy.Reason
+				for _, b := range in.Policy.Budgets {
+					if b.Decision == PolicyDeny {
+						rule, reason = b.Name, b.Reason
+						break
+					}
+				}
+				return nil, DenyByPolicy(rule, reason)
+			case decision == PolicyRequireApproval && op.State != StateAwaitingApproval:
+				// A budget's limit would be passed: a person decides, as for a rule's hold.
+				op.State, op.Attempts, op.Fence, op.LeaseOwner, op.LeaseExpiresAt, op.NextAttemptAt = StateAwaitingApproval, 0, 0, nil, nil, nil
+				review = &Review{ID: newID("rev"), Tenant: op.Tenant, OperationID: op.ID, Reason: ReasonPolicy, Status: ReviewOpen, OpenedAt: now, OpenedBy: in.Actor}
+				op.ReviewID, op.Review = &review.ID, review
+				attempt = nil
+			}
+			in.Policy.Decision = decision
+		}
 		res := tx.Exec(insertOperation, op.columns()...)
 		if res.Error != nil {
 			return nil, res.Error
@@ -165,6 +195,11 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 		noteTransition(tx, createdTransition(op, in))
 		if err := l.appendEvent(tx, now, createdEvent(op, in)); err != nil {
 			return nil, err
+		}
+		if in.Policy != nil {
+			if err := l.recordPolicy(tx, now, op, in.Policy, in.Actor); err != nil {
+				return nil, err
+			}
 		}
 		if review != nil {
 			if err := tx.Create(review).Error; err != nil {

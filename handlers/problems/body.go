@@ -11,6 +11,10 @@ type Body struct {
 	OperationID           string `json:"operation_id,omitempty"`
 	State                 string `json:"state,omitempty"`
 	SafeToRetryWithNewKey *bool  `json:"safe_to_retry_with_new_key,omitempty"`
+	// Rule and Reason name the policy rule or budget that refused the call and why
+	// (policy-denied only).
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Errors lists what is wrong with the params (invalid-params only); its items are
 	// {"pointer", "message"} objects.
 	Errors any `json:"errors,omitempty"`

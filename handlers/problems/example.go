@@ -22,6 +22,7 @@ var exampleDetails = map[string]string{
 	MalformedBody:             "The body is not valid JSON: unexpected end of input.",
 	UnknownTool:               `No tool is named "tickets.crate".`,
 	ToolForbidden:             `This API key may not use the tool "refunds.issue".`,
+	PolicyDenied:              `Refunds over 10,000.00 are made by finance, not by agents.`,
 	InvalidParams:             "The params do not match the tool's schema.",
 	OperationInProgress:       "The operation is still running; poll it instead of sending a new key.",
 	OperationUncertain:        "The downstream may have performed this operation; idemgate is reconciling it.",

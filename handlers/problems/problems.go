@@ -26,6 +26,7 @@ const (
 	MalformedBody             = "malformed-body"
 	UnknownTool               = "unknown-tool"
 	ToolForbidden             = "tool-forbidden"
+	PolicyDenied              = "policy-denied"
 	InvalidParams             = "invalid-params"
 	OperationInProgress       = "operation-in-progress"
 	OperationUncertain        = "operation-uncertain"
@@ -188,6 +189,19 @@ var table = []Type{
 			"changed. Nothing was executed by this request.",
 		WhatToDo: "Ask an admin of your tenant to allow the tool for your key. Do not switch to a " +
 			"different tool to get the same effect. `GET /v1/tools` lists the tools your key may use.",
+	},
+	{
+		Slug:   PolicyDenied,
+		Status: http.StatusForbidden,
+		Title:  "Refused by a policy",
+		Explanation: "A policy of the gateway (a rule on the tool's arguments, or a budget that this call " +
+			"would pass) refuses this call. The problem's `rule` names the rule or budget and `reason` says " +
+			"why, in words an operator wrote. The key was new, so nothing was recorded and nothing was " +
+			"sent: the same key may be used again once the policy allows it.",
+		WhatToDo: "Do not retry the same call, and do not split it into smaller ones to get around the " +
+			"policy: tell the person you act for what `reason` says. If the call must happen, a person " +
+			"with the authority to change the policy (or a budget's limit) decides, and then the same " +
+			"request with the same `Idempotency-Key` may be sent again.",
 	},
 	{
 		Slug:   InvalidParams,

@@ -22,6 +22,7 @@ var spec = map[string]int{
 	problems.MalformedBody:             400,
 	problems.UnknownTool:               404,
 	problems.ToolForbidden:             403,
+	problems.PolicyDenied:              403,
 	problems.InvalidParams:             400,
 	problems.OperationInProgress:       409,
 	problems.OperationUncertain:        409,

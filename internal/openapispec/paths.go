@@ -53,7 +53,7 @@ func createOperation() obj {
 		"responses", submitResponses(
 			code(400), problemResponse(nil, problems.IdempotencyKeyMissing, problems.IdempotencyKeyInvalid,
 				problems.MalformedBody, problems.InvalidParams),
-			code(403), problemResponse(nil, problems.ToolForbidden),
+			code(403), problemResponse(nil, problems.ToolForbidden, problems.PolicyDenied),
 			code(404), problemResponse(nil, problems.UnknownTool),
 			code(409), problemResponse(inFlightHeaders(true),
 				problems.OperationInProgress, problems.OperationUncertain, problems.OperationAwaitingApproval),

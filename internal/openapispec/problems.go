@@ -38,8 +38,13 @@ func problem() obj {
 				"description", "Always false: a problem about an existing operation is never solved by a new key."),
 			"errors", o("type", "array", "items", schemaRef("ParamError"), "minItems", 1,
 				"description", "What is wrong with the params (`invalid-params` only)."),
+			"rule", text("The policy rule or budget that refused the call (`policy-denied` only)."),
+			"reason", text("Why the policy refuses it, in the operator's words (`policy-denied` only)."),
 		),
 		"allOf", list(
+			o("if", o("properties", o("type", o("const", problems.PathPrefix+problems.PolicyDenied))),
+				"then", o("required", list("rule", "reason")),
+				"else", o("not", o("anyOf", list(o("required", list("rule")), o("required", list("reason")))))),
 			o("if", o("properties", o("type", o("const", problems.PathPrefix+problems.InvalidParams))),
 				"then", o("required", list("errors")),
 				"else", o("not", o("required", list("errors")))),

@@ -26,6 +26,7 @@ type Metrics struct {
 	exhausted    *prometheus.CounterVec
 	reconciles   *prometheus.CounterVec
 	waits        *prometheus.CounterVec
+	policy       *prometheus.CounterVec
 	downstream   *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -49,6 +50,7 @@ func New(tools []string, log *slog.Logger) *Metrics {
 	m.exhausted = f.counter("idemgate_retries_exhausted_total", "Operations whose automatic retries ran out.", "tool")
 	m.reconciles = f.counter("idemgate_reconciliations_total", "Reconcile probes by outcome.", "tool", "outcome")
 	m.waits = f.counter("idemgate_waits_total", "Waits of requests for an operation's outcome, by what ended them: notified, polled, deadline or cancelled.", "ended_by")
+	m.policy = f.counter("idemgate_policy_decisions_total", "Decisions of the tools file's policies on new calls, by the rule that decided (none: no rule matched) and the decision.", "rule", "decision")
 	m.downstream = f.histogram("idemgate_downstream_duration_seconds", "Latency of downstream attempts.", "tool", "class")
 	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
 	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
@@ -120,6 +122,15 @@ func (m *Metrics) Probe(tool, outcome string) {
 
 // Waited counts a request's wait for an operation's outcome by what ended it.
 func (m *Metrics) Waited(endedBy string) { m.waits.WithLabelValues(endedBy).Inc() }
+
+// PolicyDecided counts a policy decision. Rule names come from the tools file, so the label
+// is bounded; a call no rule matched is "none".
+func (m *Metrics) PolicyDecided(rule, decision string) {
+	if rule == "" {
+		rule = "none"
+	}
+	m.policy.WithLabelValues(rule, decision).Inc()
+}
 
 // HTTP records one served request. route is the matched route pattern, never the raw path.
 func (m *Metrics) HTTP(method, route string, code int, d time.Duration) {

@@ -1,0 +1,158 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/models"
+	"github.com/idemgate/idemgate/models/testdb"
+)
+
+// policyTools is the suite's catalogue with the README's example policy: refunds over 10,000.00
+// denied, over 500.00 held for a person, and a budget of 2,000.00 a day per agent and currency.
+const policyTools = gatewaytest.Tools + `
+policies:
+  - name: no-refunds-over-10k
+    tools: [refunds.issue]
+    when: params.amount_cents > 1000000
+    decision: deny
+    reason: Refunds over 10,000.00 are made by finance, not by agents.
+  - name: finance-bot
+    when: principal == "finance-bot"
+    decision: allow
+  - name: big-refunds-need-a-person
+    tools: [refunds.issue]
+    when: params.amount_cents > 50000
+    decision: require_approval
+    reason: Refunds over 500.00 need a second pair of eyes.
+budgets:
+  - name: refunds-per-agent-per-day
+    tools: [refunds.issue]
+    when: principal != "finance-bot"
+    per: [principal, params.currency]
+    amount: params.amount_cents
+    limit: 200000
+    window: 24h
+`
+
+func refund(order string, cents int) string {
+	return fmt.Sprintf(`{"order_id":%q,"amount_cents":%d,"currency":"EUR"}`, order, cents)
+}
+
+// Each decision of SPEC 4c on the API, on both engines: a small refund runs; a big one waits
+// for a person with review reason policy and its decision recorded on its timeline; one over
+// 10,000.00 is 403 policy-denied with rule and reason, records nothing, sends nothing, leaves an
+// audit entry, and its key works once the call is allowed; a replay is never re-evaluated.
+func TestPolicyDecisions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: policyTools})
+
+		r := g.Submit(t, "small", "refunds.issue", refund("o-1", 1999), nil)
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+		assert.Equal(t, "SUCCEEDED", r.JSON(t)["state"])
+
+		r = g.Submit(t, "big", "refunds.issue", refund("o-2", 60000), nil)
+		require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+		op := r.JSON(t)
+		assert.Equal(t, "AWAITING_APPROVAL", op["state"])
+		review, _ := op["review"].(map[string]any)
+		require.NotNil(t, review, string(r.Body))
+		assert.Equal(t, models.ReasonPolicy, review["reason"])
+		policy, err := g.Ledger.PolicyOf(t.Context(), op["id"].(string))
+		require.NoError(t, err)
+		require.NotNil(t, policy)
+		assert.Equal(t, "big-refunds-need-a-person", policy.Rule)
+		assert.Equal(t, models.PolicyRequireApproval, policy.Decision)
+		events, err := g.Ledger.Events(t.Context(), "acme", op["id"].(string))
+		require.NoError(t, err)
+		var types []string
+		for _, e := range events {
+			types = append(types, e.Type)
+		}
+		assert.Contains(t, types, models.EventPolicyDecided)
+
+		before := g.Count(t)
+		r = g.Submit(t, "huge", "refunds.issue", refund("o-3", 2000000), nil)
+		require.Equal(t, http.StatusForbidden, r.Status, string(r.Body))
+		p := r.JSON(t)
+		assert.Equal(t, "/problems/policy-denied", p["type"])
+		assert.Equal(t, "no-refunds-over-10k", p["rule"])
+		assert.Equal(t, "Refunds over 10,000.00 are made by finance, not by agents.", p["reason"])
+		assert.Equal(t, before, g.Count(t), "nothing recorded")
+		assert.Equal(t, 1, g.Sandbox.Committed("refunds"), "nothing sent: only the small refund ran")
+		entries, _, err := g.Ledger.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: models.AuditPolicyDenied, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		assert.Contains(t, entries[0].Detail, `"rule":"no-refunds-over-10k"`)
+		assert.Contains(t, entries[0].Detail, `"key":"huge"`)
+
+		// The same key, once the call is one the policy allows (another amount), is new.
+		r = g.Submit(t, "huge", "refunds.issue", refund("o-3", 2500), nil)
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+		// A replay answers what was recorded: "small" is not evaluated again.
+		r = g.Submit(t, "small", "refunds.issue", refund("o-1", 1999), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		assert.Equal(t, 2, g.Sandbox.Committed("refunds"))
+	})
+}
+
+// Budgets are atomic with the ledger: 200 refunds of 1,000 cents at once against one scope with a
+// limit of 50,000 count exactly 50,000: 50 run, the other 150 wait for a person, none is
+// counted past the limit (SPEC 4c). Both engines; on PostgreSQL with group commit on.
+func TestBudgetHoldsUnderConcurrency(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: gatewaytest.Tools + `
+budgets:
+  - name: refunds-per-agent
+    tools: [refunds.issue]
+    per: [principal]
+    amount: params.amount_cents
+    limit: 50000
+    window: 24h
+`})
+		const n = 200
+		var wg sync.WaitGroup
+		statuses := make([]int, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// As a careful agent: a 503 (the ledger busy past its deadline) is sent again
+				// with the same key, which is always safe.
+				var r gatewaytest.Response
+				for try := 0; try < 20; try++ {
+					r = g.Submit(t, fmt.Sprintf("k-%d", i), "refunds.issue", refund(fmt.Sprintf("o-%d", i), 1000), map[string]string{"Prefer": "wait=0"})
+					if r.Status != http.StatusServiceUnavailable {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				statuses[i] = r.Status
+				if r.Status >= 300 && r.Status != http.StatusAccepted {
+					t.Logf("k-%d: %d %s", i, r.Status, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		counts := map[int]int{}
+		for _, s := range statuses {
+			counts[s]++
+		}
+		var held, counted int64
+		require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state = 'AWAITING_APPROVAL'").Scan(&held).Error)
+		used, err := g.Ledger.BudgetUsage(t.Context(), "acme", "refunds-per-agent", "agent", time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state <> 'AWAITING_APPROVAL'").Scan(&counted).Error)
+		assert.Equal(t, int64(50000), used, "exactly the limit: no overspend, no underuse (answers %v)", counts)
+		assert.Equal(t, int64(50), counted)
+		assert.Equal(t, int64(150), held, "answers %v", counts)
+		gatewaytest.Eventually(t, 30*time.Second, "the 50 allowed refunds to run", func() bool { return g.Sandbox.Committed("refunds") == 50 })
+	})
+}

@@ -1,0 +1,66 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/idemgate/idemgate/jobs/catalog/rules"
+	"github.com/idemgate/idemgate/models"
+)
+
+// The tools file's policies and budgets (docs/POLICY.md) decide a call when its key is new, in
+// the transaction that records it: a replay answers what was recorded, whatever they say now.
+
+// policyFor evaluates the policies and budgets on req and returns what to record with the new
+// operation (nil when none applies), or the refusal of a deny rule. A deny of a key already
+// recorded is no refusal: its request is a replay, answered from its row.
+func (e *Executor) policyFor(ctx context.Context, req SubmitRequest) (*models.PolicyDecision, error) {
+	set := e.catalog.Rules()
+	if !set.Applies(req.Tool.Name) {
+		return nil, nil
+	}
+	params, err := rules.Params(req.Params, req.Tool.ParamsSchemaRaw)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	o := set.Evaluate(rules.Call{Tool: req.Tool.Name, Params: params, Principal: req.Caller.PrincipalName, Tenant: req.Caller.Tenant,
+		Justification: req.Justification, Now: now})
+	e.meter.PolicyDecided(o.Rule, string(o.Decision))
+	if o.Err != nil {
+		e.log.Warn("policy evaluation failed: the call is denied", "rule", o.Failed, "tool", req.Tool.Name, "err", o.Err)
+	}
+	if o.Rule == "" && len(o.Charges) == 0 {
+		return nil, nil
+	}
+	if o.Decision == rules.Deny {
+		if _, err := e.ledger.GetByKey(ctx, req.Caller.Tenant, req.Key); err == nil {
+			return nil, nil // a replay: Submit answers what was recorded
+		} else if models.ErrorCode(err) != models.CodeNotFound {
+			return nil, err
+		}
+		return nil, models.DenyByPolicy(o.Rule, o.Reason)
+	}
+	p := &models.PolicyDecision{Rule: o.Rule, Decision: string(o.Decision), Reason: o.Reason}
+	for _, c := range o.Charges {
+		p.Budgets = append(p.Budgets, models.BudgetUse{Name: c.Budget, Scope: c.Scope, Amount: c.Amount, Limit: c.Limit,
+			Since: c.Since(now), Over: string(c.Over),
+			Reason: fmt.Sprintf("The budget %s would pass its limit of %d for %s.", c.Budget, c.Limit, c.Scope)})
+	}
+	return p, nil
+}
+
+// auditDenied records a call a policy refused: who, which tool and key, the rule, the params
+// masked. It is written apart from any operation, since none was recorded.
+func (e *Executor) auditDenied(ctx context.Context, req SubmitRequest, denied *models.PolicyDenied) {
+	var params any
+	masked, _ := req.Tool.MaskJSON(req.Params)
+	_ = json.Unmarshal(masked, &params)
+	_, err := e.ledger.Audit(ctx, models.AuditInput{Actor: req.Caller.Actor(), Action: models.AuditPolicyDenied, Tenant: req.Caller.Tenant,
+		Outcome: models.OutcomeRefused, Detail: map[string]any{"tool": req.Tool.Name, "key": req.Key, "rule": denied.Rule,
+			"reason": denied.Reason, "params": params}})
+	if err != nil {
+		e.log.Warn("the audit entry of a policy refusal could not be written", "err", err)
+	}
+}

@@ -1,0 +1,258 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Policy on arguments and budgets (docs/POLICY.md). The rules are evaluated by the gateway
+// before a new operation is recorded; what they decided travels with the operation in
+// NewOperation.Policy. The budgets are charged here, in the transaction that records the
+// operation, so that the amounts counted against one scope value never pass its limit without a
+// person's approval, however many requests and replicas race.
+//
+// How a budget is counted, and why it is exact: the usage of a scope value is not a counter that
+// could drift from the ledger, it is computed from the operations themselves: the sum of the
+// amounts charged to operations of that scope, in the window, whose state is PENDING, RUNNING,
+// UNKNOWN or SUCCEEDED (an operation awaiting approval does not count yet; one that ended
+// FAILED_FINAL gives its amount back; an approved one counts). The transaction locks the scope's
+// row of budget_locks first (FOR UPDATE on PostgreSQL; SQLite has one writer), so no two
+// operations of one scope are charged at once: each sees every charge committed before it. A
+// crash before the commit leaves nothing; after it, the charge is the operation's own row.
+
+// CodePolicyDenied: a policy rule or a budget denies the call (403 policy-denied). Nothing was
+// recorded, so the key may be used again once the policy allows it.
+const CodePolicyDenied Code = "policy_denied"
+
+// Decisions of a policy, the strictest winning: deny over require_approval over allow.
+const (
+	PolicyAllow           = "allow"
+	PolicyRequireApproval = "require_approval"
+	PolicyDeny            = "deny"
+)
+
+// ReasonPolicy is the review reason of an operation a policy rule or a budget holds for a person.
+const ReasonPolicy = "policy"
+
+// EventPolicyDecided records what the rules and budgets decided of a new operation.
+const EventPolicyDecided = "policy_decided"
+
+// AuditPolicyDenied is the audit entry of a call a policy refused.
+const AuditPolicyDenied = "policy.denied"
+
+// PolicyDecision is what the policies and budgets decided of a new operation (the operation
+// object's `policy` member).
+type PolicyDecision struct {
+	Rule     string      `json:"rule"`
+	Decision string      `json:"decision"`
+	Reason   string      `json:"reason"`
+	Budgets  []BudgetUse `json:"budgets"`
+}
+
+// BudgetUse is one budget charged for an operation: its amount against its scope value, what
+// was counted before it, the limit, and what the budget decided.
+type BudgetUse struct {
+	Name     string `json:"name"`
+	Scope    string `json:"scope"`
+	Amount   int64  `json:"amount"`
+	Used     int64  `json:"used"`
+	Limit    int64  `json:"limit"`
+	Decision string `json:"decision"`
+	// Since is when the budget's window began; Over what passing the limit decides.
+	Since time.Time `json:"-"`
+	Over  string    `json:"-"`
+	// Reason says what passing the limit means, for the agent and the reviewers.
+	Reason string `json:"-"`
+}
+
+// PolicyDenied is the refusal of a call by a rule or a budget (CodePolicyDenied's cause).
+type PolicyDenied struct {
+	Rule   string
+	Reason string
+}
+
+func (e *PolicyDenied) Error() string { return fmt.Sprintf("policy %s: %s", e.Rule, e.Reason) }
+
+// DenyByPolicy is the error of a call that rule refuses, for reason.
+func DenyByPolicy(rule, reason string) error {
+	return &Error{Code: CodePolicyDenied, Message: reason, Err: &PolicyDenied{Rule: rule, Reason: reason}}
+}
+
+// PolicyDenial returns the rule and reason of a policy refusal, if err is one.
+func PolicyDenial(err error) (*PolicyDenied, bool) {
+	var d *PolicyDenied
+	return d, errors.As(err, &d)
+}
+
+func rankOf(d string) int {
+	switch d {
+	case PolicyDeny:
+		return 2
+	case PolicyRequireApproval:
+		return 1
+	}
+	return 0
+}
+
+// stricter is the stricter of two decisions.
+func stricter(a, b string) string {
+	if rankOf(b) > rankOf(a) {
+		return b
+	}
+	return a
+}
+
+// policySchema is migration step 28's: what a policy decided of each operation it applied to,
+// the budgets' charges, and a row per budget scope value to lock while charging it.
+const policySchema = `
+CREATE TABLE operation_policies (
+	operation_id TEXT PRIMARY KEY REFERENCES operations(id),
+	tenant       TEXT NOT NULL,
+	decision     TEXT NOT NULL,
+	created_at   {{ts}} NOT NULL
+);
+CREATE TABLE budget_charges (
+	operation_id TEXT NOT NULL REFERENCES operations(id),
+	tenant       TEXT NOT NULL,
+	budget       TEXT NOT NULL,
+	scope        TEXT NOT NULL,
+	amount       BIGINT NOT NULL,
+	created_at   {{ts}} NOT NULL,
+	PRIMARY KEY (operation_id, budget)
+);
+CREATE INDEX budget_charges_scope ON budget_charges (tenant, budget, scope, created_at);
+CREATE TABLE budget_locks (
+	tenant TEXT NOT NULL,
+	budget TEXT NOT NULL,
+	scope  TEXT NOT NULL,
+	PRIMARY KEY (tenant, budget, scope)
+);
+`
+
+// operationPolicy is a row of operation_policies.
+type operationPolicy struct {
+	OperationID string `gorm:"primaryKey"`
+	Tenant      string
+	Decision    string
+	CreatedAt   time.Time
+}
+
+func (operationPolicy) TableName() string { return "operation_policies" }
+
+// budgetCharge is a row of budget_charges.
+type budgetCharge struct {
+	OperationID string `gorm:"primaryKey"`
+	Tenant      string
+	Budget      string `gorm:"primaryKey"`
+	Scope       string
+	Amount      int64
+	CreatedAt   time.Time
+}
+
+func (budgetCharge) TableName() string { return "budget_charges" }
+
+// countingStates are the states in which an operation's charge counts against its budget.
+var countingStates = []State{StatePending, StateRunning, StateUnknown, StateSucceeded}
+
+// BudgetUsage is what is counted now against one scope value of a budget since the window began.
+func (l *Ledger) BudgetUsage(ctx context.Context, tenant, budget, scope string, since time.Time) (int64, error) {
+	used, err := budgetUsed(l.scope(ctx), tenant, budget, scope, since)
+	if err != nil {
+		return 0, unavailable("read budget usage", err)
+	}
+	return used, nil
+}
+
+func budgetUsed(tx *gorm.DB, tenant, budget, scope string, since time.Time) (int64, error) {
+	var used int64
+	err := tx.Raw("SELECT COALESCE(SUM(c.amount), 0) FROM budget_charges c JOIN operations o ON o.id = c.operation_id "+
+		"WHERE c.tenant = ? AND c.budget = ? AND c.scope = ? AND c.created_at >= ? AND o.state IN ?",
+		tenant, budget, scope, since, countingStates).Scan(&used).Error
+	return used, err
+}
+
+// chargeBudgets locks each budget scope of p, reads what is counted, and decides each budget:
+// allow while the amount fits, the budget's over when it would pass the limit. It returns the
+// decision of the whole, the strictest of the rule's and the budgets'. Scopes are locked in the
+// file's order of budgets, the same for every operation, so that two operations charging the
+// same two budgets cannot deadlock.
+func (l *Ledger) chargeBudgets(tx *gorm.DB, tenant string, p *PolicyDecision) (string, error) {
+	decision := p.Decision
+	for i := range p.Budgets {
+		b := &p.Budgets[i]
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&budgetLock{Tenant: tenant, Budget: b.Name, Scope: b.Scope}).Error; err != nil {
+			return "", fmt.Errorf("budget %s: %w", b.Name, err)
+		}
+		q := tx.Model(&budgetLock{}).Where("tenant = ? AND budget = ? AND scope = ?", tenant, b.Name, b.Scope)
+		if l.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var lock budgetLock
+		if err := q.Take(&lock).Error; err != nil {
+			return "", fmt.Errorf("lock budget %s: %w", b.Name, err)
+		}
+		used, err := budgetUsed(tx, tenant, b.Name, b.Scope, b.Since)
+		if err != nil {
+			return "", fmt.Errorf("budget %s: %w", b.Name, err)
+		}
+		b.Used, b.Decision = used, PolicyAllow
+		if used+b.Amount > b.Limit {
+			b.Decision = b.Over
+		}
+		decision = stricter(decision, b.Decision)
+	}
+	return decision, nil
+}
+
+// budgetLock is a row of budget_locks.
+type budgetLock struct {
+	Tenant string `gorm:"primaryKey"`
+	Budget string `gorm:"primaryKey"`
+	Scope  string `gorm:"primaryKey"`
+}
+
+func (budgetLock) TableName() string { return "budget_locks" }
+
+// recordPolicy writes, in tx, what p decided of op and the charges of its budgets.
+func (l *Ledger) recordPolicy(tx *gorm.DB, now time.Time, op *Operation, p *PolicyDecision, actor string) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := tx.Create(&operationPolicy{OperationID: op.ID, Tenant: op.Tenant, Decision: string(b), CreatedAt: now}).Error; err != nil {
+		return err
+	}
+	for _, u := range p.Budgets {
+		if err := tx.Create(&budgetCharge{OperationID: op.ID, Tenant: op.Tenant, Budget: u.Name, Scope: u.Scope, Amount: u.Amount, CreatedAt: now}).Error; err != nil {
+			return err
+		}
+	}
+	var detail map[string]any
+	if err := json.Unmarshal(b, &detail); err != nil {
+		return err
+	}
+	return l.appendEvent(tx, now, eventInput{op: op, typ: EventPolicyDecided, actor: actor, detail: detail})
+}
+
+// PolicyOf returns what the policies and budgets decided of operation id, nil when none applied.
+func (l *Ledger) PolicyOf(ctx context.Context, id string) (*PolicyDecision, error) {
+	var row operationPolicy
+	err := l.scope(ctx).Where("operation_id = ?", id).Take(&row).Error
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable("read policy decision", err)
+	}
+	var p PolicyDecision
+	if err := json.Unmarshal([]byte(row.Decision), &p); err != nil {
+		return nil, fmt.Errorf("ledger: policy decision of %s: %w", id, err)
+	}
+	return &p, nil
+}
