@@ -156,3 +156,47 @@ budgets:
 		gatewaytest.Eventually(t, 30*time.Second, "the 50 allowed refunds to run", func() bool { return g.Sandbox.Committed("refunds") == 50 })
 	})
 }
+
+// An approval is no licence for what the policy has since forbidden: a refund held for a person
+// under one tools file is approved after a restart with a file that denies it; the worker that
+// claims it ends it FAILED_FINAL policy_denied without sending anything. Both engines.
+func TestApprovedOperationCheckedAgainstTodaysPolicy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		db := testdb.Open(t, d)
+		var op *models.Operation
+		t.Run("before the restart", func(t *testing.T) { // the gateway stops as the subtest ends
+			held := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db, Tools: policyTools})
+			r := held.Submit(t, "big", "refunds.issue", refund("o-9", 60000), nil)
+			require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+			var err error
+			op, err = held.Ledger.GetByKey(t.Context(), "acme", "big")
+			require.NoError(t, err)
+		})
+		require.NotNil(t, op)
+
+		// The next release of the file: refunds over 500.00 are finance's alone.
+		stricter := gatewaytest.Tools + `
+policies:
+  - name: finance-only
+    tools: [refunds.issue]
+    when: params.amount_cents > 50000
+    decision: deny
+    reason: Refunds over 500.00 are made by finance now.
+`
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db, Tools: stricter})
+		_, err := g.Ledger.Approve(t.Context(), models.Action{Scope: models.AllTenants(), Tenant: "acme", OperationID: op.ID,
+			Actor: "user:rita@example.com", Reason: "looks right", ExpectedState: op.State, ExpectedAttempts: op.Attempts}, 1, time.Hour)
+		require.NoError(t, err)
+		gatewaytest.Eventually(t, 30*time.Second, "the approved refund to end", func() bool {
+			got, err := g.Ledger.Get(t.Context(), "acme", op.ID)
+			return err == nil && got.State.Terminal()
+		})
+		got, err := g.Ledger.Get(t.Context(), "acme", op.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.StateFailedFinal, got.State)
+		require.NotNil(t, got.ErrorClass)
+		assert.Equal(t, models.ErrorPolicyDenied, *got.ErrorClass)
+		assert.Contains(t, *got.ErrorMessage, "finance-only")
+		assert.Zero(t, g.Sandbox.Committed("refunds"), "nothing was sent")
+	})
+}

@@ -175,6 +175,15 @@ func (e *Executor) run(ctx context.Context, c models.Claimed) (recorded *models.
 	if !ok {
 		out = models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: models.ErrorRejected,
 			ErrorMessage: fmt.Sprintf("tool %q is no longer in the catalogue; nothing was sent", op.Tool)}
+	} else if refused, err := e.recheckApproved(ctx, tool, c); err != nil || refused != nil {
+		if err != nil {
+			// The check could not be made: nothing is sent, and the attempt is not_sent, tried
+			// again (and checked again) as the retry policy says.
+			d := Decide(e.policyInput(ctx, tool, c, NotSent))
+			refused = &models.AttemptOutcome{Class: string(NotSent), To: d.To, ErrorClass: d.ErrorClass, NextAttemptAt: d.NextAttemptAt,
+				ErrorMessage: "the approval could not be checked against the policy and the key: " + err.Error()}
+		}
+		out = *refused
 	} else {
 		hbCtx, stopHeartbeat := context.WithCancel(ctx)
 		hbDone := make(chan struct{})

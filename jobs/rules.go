@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/catalog/rules"
 	"github.com/idemgate/idemgate/models"
 )
@@ -63,4 +64,48 @@ func (e *Executor) auditDenied(ctx context.Context, req SubmitRequest, denied *m
 	if err != nil {
 		e.log.Warn("the audit entry of a policy refusal could not be written", "err", err)
 	}
+}
+
+// recheckApproved checks an operation reviewers approved against the policy and the key as they
+// are now, before its attempt sends anything (docs/POLICY.md): a key revoked or no longer
+// allowed the tool, or a deny rule that now matches, ends it FAILED_FINAL without running. An
+// approval is no licence for an action whose permissions have since changed. It returns nil when
+// the attempt may go ahead.
+func (e *Executor) recheckApproved(ctx context.Context, tool *catalog.Tool, c models.Claimed) (*models.AttemptOutcome, error) {
+	caller, err := e.ledger.ApprovedCaller(ctx, c.Op)
+	if err != nil || caller == nil {
+		return nil, err
+	}
+	refuse := func(class, msg string) *models.AttemptOutcome {
+		return &models.AttemptOutcome{Class: string(Rejected), To: models.StateFailedFinal, ErrorClass: class, ErrorMessage: msg}
+	}
+	if caller.Key.RevokedAt != nil || !caller.AllowsTool(tool.Name) {
+		return refuse(models.ErrorPermissionRevoked, "the API key that submitted this operation may no longer use "+tool.Name+
+			" (revoked, or the tool taken off its list) since reviewers approved it; nothing was sent"), nil
+	}
+	set := e.catalog.Rules()
+	if !set.Applies(tool.Name) {
+		return nil, nil
+	}
+	raw, err := e.ledger.Params(c.Op)
+	if err != nil {
+		return nil, err
+	}
+	params, err := rules.Params(raw, tool.ParamsSchemaRaw)
+	if err != nil {
+		return nil, err
+	}
+	justification := ""
+	if c.Op.Justification != nil {
+		justification = *c.Op.Justification
+	}
+	o := set.Evaluate(rules.Call{Tool: tool.Name, Params: params, Principal: caller.PrincipalName, Tenant: caller.Tenant,
+		Justification: justification, Now: e.now()})
+	// Only a rule's deny ends it: its budgets were charged when it was recorded, and reviewers
+	// approved what they held.
+	if o.Decision == rules.Deny && o.Rule != "" {
+		return refuse(models.ErrorPolicyDenied, fmt.Sprintf("the policy %s now denies this call (%s); reviewers approved it before, but nothing was sent",
+			o.Rule, o.Reason)), nil
+	}
+	return nil, nil
 }

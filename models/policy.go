@@ -256,3 +256,33 @@ func (l *Ledger) PolicyOf(ctx context.Context, id string) (*PolicyDecision, erro
 	}
 	return &p, nil
 }
+
+// ApprovedCaller returns, for an operation that reviewers approved (its review asked for an
+// approval, for the tool or for a policy, and is resolved), its caller as the ledger knows them
+// now: the principal's name and the API key, with its tool list and whether it was revoked.
+// It is nil for an operation that was never held for approval.
+func (l *Ledger) ApprovedCaller(ctx context.Context, op *Operation) (*Caller, error) {
+	if op.ReviewID == nil {
+		return nil, nil
+	}
+	var review Review
+	err := l.scope(ctx).Where("id = ?", *op.ReviewID).Take(&review).Error
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable("read review", err)
+	}
+	if review.Status != ReviewResolved || (review.Reason != ReasonApprovalRequired && review.Reason != ReasonPolicy) {
+		return nil, nil
+	}
+	var key APIKey
+	if err := l.scope(ctx).Where("id = ?", op.APIKeyID).Take(&key).Error; err != nil {
+		return nil, unavailable("read api key", err)
+	}
+	var principal Principal
+	if err := l.scope(ctx).Where("id = ?", op.PrincipalID).Take(&principal).Error; err != nil {
+		return nil, unavailable("read principal", err)
+	}
+	return &Caller{Tenant: op.Tenant, PrincipalID: principal.ID, PrincipalName: principal.Name, Key: key}, nil
+}

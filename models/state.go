@@ -57,6 +57,9 @@ const (
 	ErrorCancelled          = "cancelled"
 	ErrorRejectedByReviewer = "rejected_by_reviewer"
 	ErrorPermissionRevoked  = "permission_revoked"
+	// ErrorPolicyDenied: an approved operation that a policy rule denies by the time it runs
+	// (docs/POLICY.md): an approval is no licence for what the policy has since forbidden.
+	ErrorPolicyDenied = "policy_denied"
 )
 
 // Event types (docs/API.md).
