@@ -62,10 +62,25 @@ func TestReadmeDemo(t *testing.T) {
 	}
 	stepRefund := w.refundIDs
 
-	// A restart: the ledger keeps its refunds, the sandbox starts empty; its ids must not repeat.
+	// A restart (issue 50 item 13): the ledger keeps its refunds, and so does the sandbox, in a
+	// file beside the ledger: the README's step 1, sent again, is a replay, and the sandbox
+	// still counts the refunds it made (it forgot them, and counted none). Its ids must not
+	// repeat either way.
+	refundsBefore := w.committed("refunds")
 	s.stop(t)
 	again := startServe(t, dsn)
 	w.s = again
+	assert.Equal(t, refundsBefore, w.committed("refunds"), "the restarted sandbox counts what it made before")
+	step1 := `{"tool":"refunds.issue","params":{"order_id":"1042","amount_cents":1999,"currency":"EUR"}}`
+	replay, err := http.NewRequest(http.MethodPost, again.url+"/v1/operations", strings.NewReader(step1))
+	require.NoError(t, err)
+	replay.Header.Set("Authorization", "Bearer "+again.apiKey)
+	replay.Header.Set("Idempotency-Key", "order-1042:refund")
+	replay.Header.Set("Content-Type", "application/json")
+	r := w.send(replay)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	assert.Equal(t, refundsBefore, w.committed("refunds"), "a replay sends nothing")
 	body := `{"tool":"refunds.issue","params":{"order_id":"1044","amount_cents":700,"currency":"EUR"}}`
 	req, err := http.NewRequest(http.MethodPost, again.url+"/v1/operations", strings.NewReader(body))
 	require.NoError(t, err)
@@ -77,6 +92,7 @@ func TestReadmeDemo(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", op.State)
 	require.Len(t, stepRefund, 2, "the walkthrough made two refunds")
 	assert.NotContains(t, stepRefund, op.DownstreamRef, "a restarted sandbox gave an id the ledger already holds")
+	assert.Equal(t, refundsBefore+1, w.committed("refunds"))
 	again.stop(t)
 }
 

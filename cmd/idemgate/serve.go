@@ -211,8 +211,9 @@ func (env *environment) serve(ctx context.Context, args []string, withHTTP bool)
 			return err
 		}
 		if f.demo {
-			// Stamped ids: the sandbox forgets its refunds at a restart, the ledger does not.
-			cfg.HTTP.Sandbox = sandbox.New(sandbox.StampedIDs(time.Now()))
+			if cfg.HTTP.Sandbox, err = demoSandbox(env.getenv("IDEMGATE_DATABASE_URL")); err != nil {
+				return err
+			}
 		}
 	}
 	gw, err := app.New(ctx, cfg)
@@ -368,4 +369,17 @@ func checkSMTPPassword(cfg *jobs.MailerConfig) error {
 		return fmt.Errorf("--smtp-password-file: %w", err)
 	}
 	return nil
+}
+
+// demoSandbox is the demo's sandbox. On an SQLite ledger it keeps its records in a file beside
+// the ledger's (idemgate.db.sandbox.json), so a restarted demo's sandbox counts what its ledger
+// replays (docs in README.md, "Five minutes with the demo"); elsewhere it keeps them in memory.
+// Its ids are stamped with its start either way, so a sandbox that lost its file never repeats
+// an id the ledger holds.
+func demoSandbox(dsn string) (*sandbox.Sandbox, error) {
+	stamp := sandbox.StampedIDs(time.Now())
+	if path, ok := models.SQLitePath(dsn); ok {
+		return sandbox.Load(path+".sandbox.json", stamp)
+	}
+	return sandbox.New(stamp), nil
 }

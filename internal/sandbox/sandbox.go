@@ -70,6 +70,11 @@ type Sandbox struct {
 	idStamp string
 	// recorded bounds the request log (maxRecorded unless RecordRequests says).
 	recorded int
+
+	// persistPath is the file what the sandbox committed is kept in ("" for none: Load);
+	// persistMu orders its writes.
+	persistPath string
+	persistMu   sync.Mutex
 }
 
 // Option configures a Sandbox.
@@ -155,7 +160,18 @@ func (s *Sandbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rt.control != nil:
 		rt.control(w, r, body)
 	case rt.resource != nil:
-		s.serveResource(w, r, f, func() reply { return rt.resource(call{r: r, body: body, id: rt.id}) })
+		s.serveResource(w, r, f, func() reply {
+			rep := rt.resource(call{r: r, body: body, id: rt.id})
+			if r.Method != http.MethodGet {
+				if err := s.persist(); err != nil {
+					// What was committed is in memory, but would be forgotten at a restart:
+					// the caller must not count on it.
+					return reply{status: http.StatusInternalServerError, header: http.Header{"Content-Type": {"application/json"}},
+						body: []byte(`{"error":"sandbox: cannot keep its records: ` + jsonEscape(err.Error()) + `"}`)}
+				}
+			}
+			return rep
+		})
 	default:
 		writeError(w, http.StatusNotFound, "not found")
 	}
@@ -322,4 +338,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) { writeReply(w, jsonRep
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeReply(w, errorReply(status, msg))
+}
+
+// jsonEscape is s as the inside of a JSON string.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
