@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs"
 	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/jobs/downstream"
 	"github.com/idemgate/idemgate/jobs/mcpclient"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/datakey"
@@ -63,6 +65,9 @@ type Config struct {
 	// LedgerDeadline bounds each ledger call of a request (serve --ledger-deadline;
 	// models.DefaultRequestDeadline if zero).
 	LedgerDeadline time.Duration
+	// DownstreamDial makes the connections to downstreams (nil: a net.Dialer); tests dial
+	// from a network namespace of their own with it.
+	DownstreamDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Jobs says which background jobs Run runs.
 	Jobs Jobs
 	// PublicURL is the console's address as people reach it (serve --public-url): webhook
@@ -169,6 +174,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	metrics.WatchLedger(ledger, jobs.Windows(cat))
 	exec := jobs.NewExecutor(jobs.ExecutorConfig{Ledger: ledger, Catalog: cat, MCP: cfg.MCP, Worker: cfg.Worker,
+		Connector:   downstream.New(downstream.Config{TenantSecrets: ledger, Dial: cfg.DownstreamDial}),
 		LeaseMargin: cfg.LeaseMargin, Meter: metrics, Now: cfg.Now, Log: log, TracerProvider: cfg.TracerProvider})
 	a := &App{Ledger: ledger, Catalog: cat, Executor: exec, Metrics: metrics, cfg: cfg, log: log}
 	if cfg.HTTP != nil {

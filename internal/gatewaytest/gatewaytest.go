@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,6 +161,8 @@ type Options struct {
 	// DB is the ledger's database (default: a fresh one of the test's own, testdb.Open). Two
 	// gateways on one DB are two replicas, or one gateway and its restart.
 	DB *gorm.DB
+	// DownstreamDial makes the gateway's connections to downstreams (default: a net.Dialer).
+	DownstreamDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TrustedProxies and AllowedOrigins are serve's --trust-proxy and --allowed-origin.
 	TrustedProxies web.TrustedProxies
 	AllowedOrigins web.AllowedOrigins
@@ -206,7 +209,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		db = testdb.Open(t, d)
 	}
 	gw, err := app.New(ctx, app.Config{DB: db, Dialect: d, Catalog: cat, MCP: servers, Worker: "test-worker",
-		Log: log, TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys,
+		Log: log, TracerProvider: opts.TracerProvider, Jobs: jobsCfg, DataKeys: opts.DataKeys, DownstreamDial: opts.DownstreamDial,
 		HTTP: &web.Settings{RateLimit: opts.RateLimit, RateBurst: opts.RateBurst,
 			TrustedProxies: opts.TrustedProxies, AllowedOrigins: opts.AllowedOrigins}})
 	if err != nil {

@@ -181,10 +181,12 @@ func (b *releasingBody) Read(p []byte) (int, error) {
 
 // dialer dials downstream connections through each host's gate (hostgate.go): guarded, with
 // keepalives and a default TCP_USER_TIMEOUT.
-func dialer(gates *hostGates) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+func dialer(gates *hostGates, dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := gates.dial(ctx, network, addr, d.DialContext)
+		c, err := gates.dial(ctx, network, addr, dial)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -89,6 +90,9 @@ type Connector struct {
 type Config struct {
 	// TenantSecrets reads {tenant: …} secrets; nil: every such secret is missing.
 	TenantSecrets TenantSecrets
+	// Dial makes the connections (through the hosts' gates and guards all the same); nil: a
+	// net.Dialer. Tests dial from a network namespace of their own with it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewConnector returns a connector that reads no tenant secrets.
@@ -105,7 +109,7 @@ func New(cfg Config) *Connector {
 	// Every connection is guarded (abort.go), and carries one request at a time: HTTP/2 would
 	// multiplex requests on one connection, and resetting it for one attempt's timeout would
 	// cut the others (while a stream's own cancel leaves its data free to arrive).
-	tr.DialContext = dialer(newHostGates())
+	tr.DialContext = dialer(newHostGates(), cfg.Dial)
 	tr.ForceAttemptHTTP2 = false
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	return &Connector{base: tr, client: newClient(tr), secrets: cfg.TenantSecrets,

@@ -19,7 +19,7 @@ func TestUserTimeoutIsTheCallsTimeout(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	c, err := dialer(newHostGates())(context.Background(), "tcp", ln.Addr().String())
+	c, err := dialer(newHostGates(), nil)(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer c.Close()
 	g := c.(*guardedConn)
