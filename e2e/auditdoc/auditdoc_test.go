@@ -58,6 +58,10 @@ func docBlocks(t *testing.T) map[string]string {
 	}
 	require.Contains(t, blocks, "check.py")
 	require.Contains(t, blocks, "verify.sh")
+	// A script to save and run, not lines to paste: its set -eu would close the reader's
+	// terminal at the first failed check (issue 50 item 16).
+	require.True(t, strings.HasPrefix(blocks["verify.sh"], "#!/bin/sh\n"), "verify.sh is a script")
+	require.Contains(t, string(page), "`sh verify.sh FILE KEYFILE`", "the page says how to run it")
 	return blocks
 }
 
@@ -81,9 +85,15 @@ func (a auditor) verify(t *testing.T, file []byte) (string, bool) {
 	t.Helper()
 	path := filepath.Join(a.dir, fmt.Sprintf("export-%d", time.Now().UnixNano()))
 	require.NoError(t, os.WriteFile(path, file, 0o600))
-	cmd := exec.Command("sh", "verify.sh")
+	// Run as the page says: a saved script, the export and the key file its arguments, with
+	// nothing set in the environment for it (issue 50 item 16).
+	cmd := exec.Command("sh", "verify.sh", path, a.keyFile)
 	cmd.Dir = a.dir
-	cmd.Env = append(os.Environ(), "FILE="+path, "KEYFILE="+a.keyFile)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FILE=") && !strings.HasPrefix(kv, "KEYFILE=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err == nil
 }
