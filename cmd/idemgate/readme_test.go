@@ -22,8 +22,8 @@ import (
 // section promises: each answer's status and state, the attempts, the timeline's events and the
 // sandbox's counts. The commands are read from README.md itself, so an edit there that the
 // product does not bear out fails here. Then it restarts the demo on the same ledger and checks
-// that the sandbox, which forgot its refunds, does not give a new refund an id the ledger
-// already records.
+// that the sandbox kept its records beside the ledger (step 1 again is a replay, the counts
+// unchanged) and does not give a new refund an id the ledger already records.
 func TestReadmeDemo(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
