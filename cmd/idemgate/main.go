@@ -37,7 +37,7 @@ func exitCode(err error, stderr io.Writer) int {
 // `idemgate help` prints each one's flags from the flag set itself. TestHelpListsEveryFlagSet
 // keeps the list equal to the flag sets the source makes.
 var flagSets = []string{"apikey create", "audit export", "audit key", "audit verify", "datakey rotate", "export",
-	"secret delete", "secret list", "secret set", "serve", "tools import", "user create", "version",
+	"policy explain", "policy test", "secret delete", "secret list", "secret set", "serve", "tools import", "user create", "version",
 	"webhook create", "webhook list"}
 
 // help prints the summary, then every flag of every command, as its flag set describes it
@@ -96,6 +96,10 @@ Usage:
                                                           (value: first line of standard input; needs IDEMGATE_DATA_KEY)
   idemgate secret list [--tenant T] | secret delete --tenant T NAME
                                                           names and when each was set, never values
+  idemgate policy test [--tools FILE] CASES.yaml         decide each case of a file with the tools file's
+                                                          policies and budgets; exit 1 if one differs
+  idemgate policy explain [--tools FILE] --tool T --params JSON [--principal P]
+                                                          every policy and budget that applies, and the decision
   idemgate tools import --openapi FILE [--operations ID,ID] [--connection NAME] [--idempotency-header NAME]
   idemgate tools import --mcp-command CMD | --mcp-url URL [--connection NAME] [--name NAME]
                                                           print a tools file to review, from an OpenAPI
@@ -169,6 +173,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.secret(ctx, args[1:])
 	case "tools":
 		return env.tools(ctx, args[1:])
+	case "policy":
+		return env.policy(ctx, args[1:])
 	case "version":
 		return env.version(ctx, args[1:])
 	case "help", "-h", "--help":

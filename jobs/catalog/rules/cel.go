@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
 )
 
 // CostLimit bounds one evaluation (CEL's cost units: roughly one per operation, list element
@@ -187,6 +188,7 @@ func env(tool string, schema map[string]any) (*cel.Env, error) {
 		cel.Variable("now", cel.TimestampType),
 		cel.Variable("justification", cel.StringType),
 		cel.CrossTypeNumericComparisons(true),
+		ext.Strings(), // lowerAscii, split, trim, …: what rules on names and addresses need
 	)
 }
 

@@ -431,3 +431,78 @@ func evalBool(p cel.Program, vars map[string]any) (bool, error) {
 	}
 	return b, nil
 }
+
+// Step is one rule or budget as Explain saw it on a call.
+type Step struct {
+	Kind     string // "policy" or "budget"
+	Name     string
+	Matched  bool
+	Decision Decision // a rule's decision when it matched; "" for a budget (the ledger decides)
+	Charge   *Charge  // a budget that matched: what it would charge
+	Err      error    // the evaluation failed (the call is denied)
+	Skipped  bool     // a rule after the one that decided: not evaluated
+}
+
+// Explain evaluates every rule and budget that applies to c's tool, in order, and says what each
+// found; the Outcome is Evaluate's.
+func (s *Set) Explain(c Call) ([]Step, Outcome) {
+	out := s.Evaluate(c)
+	if s == nil {
+		return nil, out
+	}
+	vars := map[string]any{"params": c.Params, "principal": c.Principal, "tenant": c.Tenant, "tool": c.Tool,
+		"now": c.Now.UTC(), "justification": c.Justification}
+	var steps []Step
+	decided := false
+	for _, r := range s.rules {
+		p, ok := r.when[c.Tool]
+		if !ok {
+			continue
+		}
+		st := Step{Kind: "policy", Name: r.Name, Skipped: decided}
+		if !decided {
+			st.Matched = true
+			if p != nil {
+				st.Matched, st.Err = evalBool(p, vars)
+			}
+			if st.Matched {
+				st.Decision, decided = r.Decision, true
+			}
+			if st.Err != nil {
+				decided = true
+			}
+		}
+		steps = append(steps, st)
+	}
+	for _, b := range s.budgets {
+		if _, ok := b.when[c.Tool]; !ok {
+			continue
+		}
+		st := Step{Kind: "budget", Name: b.Name}
+		for i := range out.Charges {
+			if out.Charges[i].Budget == b.Name {
+				st.Matched, st.Charge = true, &out.Charges[i]
+			}
+		}
+		if out.Failed == b.Name {
+			st.Err = out.Err
+		}
+		steps = append(steps, st)
+	}
+	return steps, out
+}
+
+// Decide is the decision of an outcome once the usage of its budgets is known (spent, by
+// budget name; a budget absent from it has used nothing): the strictest of the rule's and of
+// each budget's, a budget deciding its over when its charge would pass its limit. It returns the
+// decision and the rule or budget that decided it. The ledger decides the same way when it
+// charges a new operation (models.Ledger.Submit).
+func (o Outcome) Decide(spent map[string]int64) (Decision, string) {
+	d, by := o.Decision, o.Rule
+	for _, c := range o.Charges {
+		if spent[c.Budget]+c.Amount > c.Limit && c.Over.rank() > d.rank() {
+			d, by = c.Over, c.Budget
+		}
+	}
+	return d, by
+}
