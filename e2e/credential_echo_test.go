@@ -33,13 +33,13 @@ tools:
     effect: write
     params_schema: {type: object}
     http: {connection: basic, method: POST, url: /entries}
-    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms}
+    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms, unsent_for: 300ms}
   - name: entries.post
     description: Post an entry; the client sends its secret in the form
     effect: write
     params_schema: {type: object}
     http: {connection: post, method: POST, url: /entries}
-    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms}
+    retry: {max_attempts: 2, initial_backoff: 10ms, max_backoff: 20ms, unsent_for: 300ms}
 `
 
 // TestOAuth2TokenEndpointQuotingTheRequest: a token endpoint whose error quotes the request it
