@@ -200,3 +200,26 @@ policies:
 		assert.Zero(t, g.Sandbox.Committed("refunds"), "nothing was sent")
 	})
 }
+
+// A tenant's own limit (idemgate budget set) replaces the file's from the next operation, and
+// unset returns to the file's. Both engines.
+func TestTenantBudgetLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: policyTools})
+		cli := models.Requester{Actor: models.ActorCLI}
+		require.NoError(t, g.Ledger.SetBudgetLimit(t.Context(), models.AllTenants(), cli, "acme", "refunds-per-agent-per-day", 3000))
+		r := g.Submit(t, "a", "refunds.issue", refund("o-1", 2000), nil)
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+		r = g.Submit(t, "b", "refunds.issue", refund("o-2", 2000), nil)
+		require.Equal(t, http.StatusAccepted, r.Status, "2,000 + 2,000 passes the tenant's 3,000: %s", r.Body)
+		assert.Equal(t, "AWAITING_APPROVAL", r.JSON(t)["state"])
+		policy, err := g.Ledger.PolicyOf(t.Context(), r.JSON(t)["id"].(string))
+		require.NoError(t, err)
+		require.Len(t, policy.Budgets, 1)
+		assert.Equal(t, models.BudgetUse{Name: "refunds-per-agent-per-day", Scope: "agent/EUR", Amount: 2000, Used: 2000, Limit: 3000,
+			Decision: models.PolicyRequireApproval}, policy.Budgets[0])
+		require.NoError(t, g.Ledger.UnsetBudgetLimit(t.Context(), models.AllTenants(), cli, "acme", "refunds-per-agent-per-day"))
+		r = g.Submit(t, "c", "refunds.issue", refund("o-3", 2000), nil)
+		require.Equal(t, http.StatusCreated, r.Status, "the file's 200,000 again: %s", r.Body)
+	})
+}

@@ -133,6 +133,14 @@ CREATE TABLE budget_locks (
 	scope  TEXT NOT NULL,
 	PRIMARY KEY (tenant, budget, scope)
 );
+CREATE TABLE budget_limits (
+	tenant       TEXT NOT NULL REFERENCES tenants(name),
+	budget       TEXT NOT NULL,
+	limit_amount BIGINT NOT NULL,
+	set_at       {{ts}} NOT NULL,
+	set_by       TEXT NOT NULL,
+	PRIMARY KEY (tenant, budget)
+);
 `
 
 // operationPolicy is a row of operation_policies.
@@ -196,6 +204,15 @@ func (l *Ledger) chargeBudgets(tx *gorm.DB, tenant string, p *PolicyDecision) (s
 		var lock budgetLock
 		if err := q.Take(&lock).Error; err != nil {
 			return "", fmt.Errorf("lock budget %s: %w", b.Name, err)
+		}
+		// A limit an admin set for the tenant replaces the file's, from the next operation on,
+		// on every replica: it is read here, in the transaction that charges.
+		var limits []int64
+		if err := tx.Model(&BudgetLimit{}).Where("tenant = ? AND budget = ?", tenant, b.Name).Pluck("limit_amount", &limits).Error; err != nil {
+			return "", fmt.Errorf("budget %s: %w", b.Name, err)
+		}
+		if len(limits) == 1 {
+			b.Limit = limits[0]
 		}
 		used, err := budgetUsed(tx, tenant, b.Name, b.Scope, b.Since)
 		if err != nil {
@@ -285,4 +302,122 @@ func (l *Ledger) ApprovedCaller(ctx context.Context, op *Operation) (*Caller, er
 		return nil, unavailable("read principal", err)
 	}
 	return &Caller{Tenant: op.Tenant, PrincipalID: principal.ID, PrincipalName: principal.Name, Key: key}, nil
+}
+
+// Audit actions of budget limits.
+const (
+	AuditBudgetSet   = "budget.set"
+	AuditBudgetUnset = "budget.unset"
+)
+
+// BudgetLimit is a tenant's own limit of a budget, replacing the tools file's.
+type BudgetLimit struct {
+	Tenant      string `gorm:"primaryKey"`
+	Budget      string `gorm:"primaryKey"`
+	LimitAmount int64
+	SetAt       time.Time
+	SetBy       string
+}
+
+// TableName is the table of budget limits.
+func (BudgetLimit) TableName() string { return "budget_limits" }
+
+// SetBudgetLimit sets tenant's limit of budget, within scope s, with its audit entry. The
+// caller checks that the tools file declares the budget.
+func (l *Ledger) SetBudgetLimit(ctx context.Context, s Scope, by Requester, tenant, budget string, limit int64) error {
+	if !s.Allows(tenant) {
+		return errorf(CodeNotFound, "tenant %q does not exist", tenant)
+	}
+	if limit < 0 {
+		return errorf(CodeInvalid, "a limit is 0 or more")
+	}
+	now := l.clock()
+	return l.txn(ctx, "set budget limit", func(tx *gorm.DB) ([]string, error) {
+		var n int64
+		if err := tx.Model(&Tenant{}).Where("name = ?", tenant).Count(&n).Error; err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, errorf(CodeNotFound, "tenant %q does not exist", tenant)
+		}
+		row := BudgetLimit{Tenant: tenant, Budget: budget, LimitAmount: limit, SetAt: now, SetBy: by.Actor}
+		if err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "tenant"}, {Name: "budget"}},
+			DoUpdates: clause.AssignmentColumns([]string{"limit_amount", "set_at", "set_by"})}).Create(&row).Error; err != nil {
+			return nil, err
+		}
+		_, err := l.appendAudit(tx, now, by.entry(AuditBudgetSet, tenant, map[string]any{"budget": budget, "limit": limit}))
+		return nil, err
+	})
+}
+
+// UnsetBudgetLimit removes tenant's own limit of budget: the tools file's applies again.
+func (l *Ledger) UnsetBudgetLimit(ctx context.Context, s Scope, by Requester, tenant, budget string) error {
+	if !s.Allows(tenant) {
+		return errorf(CodeNotFound, "tenant %q has no limit of its own for %q", tenant, budget)
+	}
+	now := l.clock()
+	return l.txn(ctx, "unset budget limit", func(tx *gorm.DB) ([]string, error) {
+		res := tx.Where("tenant = ? AND budget = ?", tenant, budget).Delete(&BudgetLimit{})
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil, errorf(CodeNotFound, "tenant %q has no limit of its own for %q", tenant, budget)
+		}
+		_, err := l.appendAudit(tx, now, by.entry(AuditBudgetUnset, tenant, map[string]any{"budget": budget}))
+		return nil, err
+	})
+}
+
+// BudgetLimits lists the tenants' own limits within scope s (of tenant, when not "").
+func (l *Ledger) BudgetLimits(ctx context.Context, s Scope, tenant string) ([]BudgetLimit, error) {
+	q := s.apply(l.scope(ctx), "tenant").Order("tenant, budget")
+	if tenant != "" {
+		q = q.Where("tenant = ?", tenant)
+	}
+	var out []BudgetLimit
+	if err := q.Find(&out).Error; err != nil {
+		return nil, unavailable("list budget limits", err)
+	}
+	return out, nil
+}
+
+// ScopeUsage is what is counted against one scope value of a budget.
+type ScopeUsage struct {
+	Scope string
+	Used  int64
+}
+
+// BudgetTop lists the scope values of tenant's budget with the most counted since, highest
+// first, n at most.
+func (l *Ledger) BudgetTop(ctx context.Context, tenant, budget string, since time.Time, n int) ([]ScopeUsage, error) {
+	var out []ScopeUsage
+	err := l.scope(ctx).Raw("SELECT c.scope AS scope, SUM(c.amount) AS used FROM budget_charges c JOIN operations o ON o.id = c.operation_id "+
+		"WHERE c.tenant = ? AND c.budget = ? AND c.created_at >= ? AND o.state IN ? GROUP BY c.scope ORDER BY used DESC, c.scope LIMIT ?",
+		tenant, budget, since, countingStates, n).Scan(&out).Error
+	if err != nil {
+		return nil, unavailable("read budget usage", err)
+	}
+	return out, nil
+}
+
+// PrincipalScopes lists the scope values of tenant's budget that operations of principal were
+// charged to since, each with what is counted against it in all (every principal's share).
+func (l *Ledger) PrincipalScopes(ctx context.Context, tenant, budget, principalID string, since time.Time) ([]ScopeUsage, error) {
+	var scopes []string
+	err := l.scope(ctx).Raw("SELECT DISTINCT c.scope FROM budget_charges c JOIN operations o ON o.id = c.operation_id "+
+		"WHERE c.tenant = ? AND c.budget = ? AND c.created_at >= ? AND o.principal_id = ? ORDER BY c.scope LIMIT 100",
+		tenant, budget, since, principalID).Scan(&scopes).Error
+	if err != nil {
+		return nil, unavailable("read budget scopes", err)
+	}
+	out := make([]ScopeUsage, 0, len(scopes))
+	for _, sc := range scopes {
+		used, err := l.BudgetUsage(ctx, tenant, budget, sc, since)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ScopeUsage{Scope: sc, Used: used})
+	}
+	return out, nil
 }

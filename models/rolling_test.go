@@ -60,7 +60,7 @@ func TestIndexStepBuiltConcurrently(t *testing.T) {
 	require.NoError(t, db.Exec("ALTER TABLE webhook_subscriptions DROP COLUMN format, DROP COLUMN routing_key, DROP COLUMN routing_key_sealed, DROP COLUMN routing_key_hint").Error)
 	require.NoError(t, db.Exec("DROP TABLE emails").Error)
 	require.NoError(t, db.Exec("DROP TABLE user_invites").Error)
-	require.NoError(t, db.Exec("DROP TABLE operation_policies, budget_charges, budget_locks").Error)
+	require.NoError(t, db.Exec("DROP TABLE operation_policies, budget_charges, budget_locks, budget_limits").Error)
 	require.NoError(t, db.Exec("ALTER TABLE users DROP COLUMN email_muted, DROP COLUMN email_digest").Error)
 	// What a cut-off concurrent build leaves: an index of the name, marked invalid.
 	require.Error(t, db.Exec("CREATE UNIQUE INDEX CONCURRENTLY operations_lookalike ON schema_migrations ((true))").Error)

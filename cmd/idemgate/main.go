@@ -36,8 +36,8 @@ func exitCode(err error, stderr io.Writer) int {
 // flagSets are the commands that have flags, by the name of their flag set (newFlagSet's):
 // `idemgate help` prints each one's flags from the flag set itself. TestHelpListsEveryFlagSet
 // keeps the list equal to the flag sets the source makes.
-var flagSets = []string{"apikey create", "audit export", "audit key", "audit verify", "datakey rotate", "export",
-	"policy explain", "policy test", "secret delete", "secret list", "secret set", "serve", "tools import", "user create", "version",
+var flagSets = []string{"apikey create", "audit export", "audit key", "audit verify", "budget list", "budget set",
+	"budget unset", "datakey rotate", "export", "policy explain", "policy test", "secret delete", "secret list", "secret set", "serve", "tools import", "user create", "version",
 	"webhook create", "webhook list"}
 
 // help prints the summary, then every flag of every command, as its flag set describes it
@@ -96,6 +96,9 @@ Usage:
                                                           (value: first line of standard input; needs IDEMGATE_DATA_KEY)
   idemgate secret list [--tenant T] | secret delete --tenant T NAME
                                                           names and when each was set, never values
+  idemgate budget set --tenant T NAME LIMIT | unset --tenant T NAME
+                                                          a tenant's own limit of a budget of the tools file
+  idemgate budget list [--tenant T] [--tools FILE]        each budget's limit per tenant and its usage now
   idemgate policy test [--tools FILE] CASES.yaml         decide each case of a file with the tools file's
                                                           policies and budgets; exit 1 if one differs
   idemgate policy explain [--tools FILE] --tool T --params JSON [--principal P]
@@ -175,6 +178,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.tools(ctx, args[1:])
 	case "policy":
 		return env.policy(ctx, args[1:])
+	case "budget":
+		return env.budget(ctx, args[1:])
 	case "version":
 		return env.version(ctx, args[1:])
 	case "help", "-h", "--help":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -505,4 +506,47 @@ func (o Outcome) Decide(spent map[string]int64) (Decision, string) {
 		}
 	}
 	return d, by
+}
+
+// Budgets returns the budgets as written, in file order.
+func (s *Set) Budgets() []Budget {
+	if s == nil {
+		return nil
+	}
+	out := make([]Budget, 0, len(s.budgets))
+	for _, b := range s.budgets {
+		out = append(out, b.Budget)
+	}
+	return out
+}
+
+// BudgetTools lists the tools budget name applies to (nil for an unknown budget).
+func (s *Set) BudgetTools(name string) []string {
+	if s == nil {
+		return nil
+	}
+	for _, b := range s.budgets {
+		if b.Name == name {
+			tools := make([]string, 0, len(b.when))
+			for t := range b.when {
+				tools = append(tools, t)
+			}
+			slices.Sort(tools)
+			return tools
+		}
+	}
+	return nil
+}
+
+// Describe says a budget's window in words: "24h" or "day".
+func (b Budget) Describe() string {
+	if b.Period != "" {
+		return b.Period
+	}
+	return b.Window.String()
+}
+
+// Since is when b's window began at now.
+func (b Budget) Since(now time.Time) time.Time {
+	return Charge{Window: b.Window, Period: b.Period}.Since(now)
 }
