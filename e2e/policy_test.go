@@ -210,6 +210,10 @@ func TestTenantBudgetLimit(t *testing.T) {
 		require.NoError(t, g.Ledger.SetBudgetLimit(t.Context(), models.AllTenants(), cli, "acme", "refunds-per-agent-per-day", 3000))
 		r := g.Submit(t, "a", "refunds.issue", refund("o-1", 2000), nil)
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+		// The agent sees the room it has left (GET /v1/budgets).
+		r = g.Do(t, http.MethodGet, "/v1/budgets", g.Key, nil, "")
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		assert.JSONEq(t, `{"budgets":[{"name":"refunds-per-agent-per-day","limit":3000,"window":"24h0m0s","scope":"agent/EUR","used":2000,"remaining":1000}]}`, string(r.Body))
 		r = g.Submit(t, "b", "refunds.issue", refund("o-2", 2000), nil)
 		require.Equal(t, http.StatusAccepted, r.Status, "2,000 + 2,000 passes the tenant's 3,000: %s", r.Body)
 		assert.Equal(t, "AWAITING_APPROVAL", r.JSON(t)["state"])

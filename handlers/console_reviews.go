@@ -20,12 +20,13 @@ const reviewsShown = 200
 // reviewers rarely pick the same review, rarely enough to cost nothing.
 const defaultRefresh = 15 * time.Second
 
-var reviewReasons = []string{models.ReasonUnknownOutcome, models.ReasonApprovalRequired, models.ReasonCompensationApproval, models.ReasonManual}
+var reviewReasons = []string{models.ReasonUnknownOutcome, models.ReasonApprovalRequired, models.ReasonPolicy, models.ReasonCompensationApproval, models.ReasonManual}
 
 // reasonLabels name review reasons as people read them.
 var reasonLabels = map[string]string{
 	models.ReasonUnknownOutcome:       "Outcome unknown",
 	models.ReasonApprovalRequired:     "Needs approval",
+	models.ReasonPolicy:               "Held by a policy",
 	models.ReasonCompensationApproval: "Compensation needs approval",
 	models.ReasonManual:               "Handed over by a person",
 }
@@ -35,6 +36,7 @@ var reasonLabels = map[string]string{
 var reasonStates = map[string]models.State{
 	models.ReasonUnknownOutcome:       models.StateUnknown,
 	models.ReasonApprovalRequired:     models.StateAwaitingApproval,
+	models.ReasonPolicy:               models.StateAwaitingApproval,
 	models.ReasonCompensationApproval: models.StateAwaitingApproval,
 }
 
@@ -42,6 +44,7 @@ var reasonStates = map[string]models.State{
 var reasonShort = map[string]string{
 	models.ReasonUnknownOutcome:       "Outcome unknown",
 	models.ReasonApprovalRequired:     "Approval",
+	models.ReasonPolicy:               "Policy",
 	models.ReasonCompensationApproval: "Undo approval",
 	models.ReasonManual:               "Handed over",
 }

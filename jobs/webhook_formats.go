@@ -81,6 +81,7 @@ var reviewWhy = map[string]string{
 	models.ReasonUnknownOutcome:       "It is not known whether the call took effect, and the gateway cannot find out alone: confirm, retry or mark it failed.",
 	models.ReasonApprovalRequired:     "It runs only once a reviewer approves it.",
 	models.ReasonCompensationApproval: "A compensation (an undo) runs only once a reviewer other than its proposer approves it.",
+	models.ReasonPolicy:               "A policy of the gateway (a rule on its arguments, or a budget it would pass) holds it until a reviewer approves it.",
 	models.ReasonManual:               "A person handed it over for review.",
 }
 

@@ -43,6 +43,7 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	v1.POST("/operations/:id/cancel", api.Cancel)
 	v1.POST("/operations/:id/compensate", api.Compensate)
 	v1.GET("/tools", api.Tools)
+	v1.GET("/budgets", api.Budgets)
 	// The Model Context Protocol (Streamable HTTP), with the same API keys and ledger path.
 	// A browser page of another site is refused before anything else (DNS rebinding).
 	e.Any("/mcp", echo.WrapHandler(handlers.NewMCP(api, cfg.Log)), sameOrigin(cfg.TrustedProxies, cfg.AllowedOrigins), authenticate(cfg.Ledger))

@@ -19,6 +19,7 @@ func paths() obj {
 		"/v1/operations/{id}/cancel", o("parameters", id, "post", cancelOperation()),
 		"/v1/operations/{id}/compensate", o("parameters", id, "post", compensateOperation()),
 		"/v1/tools", o("get", listTools()),
+		"/v1/budgets", o("get", listBudgets()),
 		"/mcp", mcpPath(),
 		"/healthz", o("get", service("healthz", "Liveness", "200 while the process lives.",
 			code(200), jsonResponse("Alive.", schemaRef("Health"), nil))),
@@ -176,6 +177,17 @@ func cancelOperation() obj {
 			code(200), opResponse("The operation, now FAILED_FINAL (cancelled).", nil),
 			code(404), problemResponse(nil, problems.NotFound),
 			code(409), problemResponse(nil, problems.NotCancellable),
+		))
+}
+
+func listBudgets() obj {
+	return o("operationId", "listBudgets", "tags", list("tools"), "summary", "How much room this key's budgets have left",
+		"description", "The budgets of the tools file (docs/POLICY.md) that apply to a tool this key may use, with the tenant's "+
+			"limit, one entry per scope value the key's operations were charged to in the window (one with a null `scope` "+
+			"while there is none). `used` counts every principal's operations of that scope value; past `remaining`, a call "+
+			"waits for a person (or is refused, as the budget says).",
+		"responses", authenticated(
+			code(200), jsonResponse("The budgets.", schemaRef("BudgetList"), nil),
 		))
 }
 

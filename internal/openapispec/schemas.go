@@ -10,7 +10,7 @@ var (
 		"rejected_by_reviewer", "permission_revoked")
 	eventTypes = list("created", "state_changed", "attempt_started", "attempt_finished", "retry_scheduled",
 		"reconcile_started", "reconcile_finished", "escalated", "review_action", "compensation_linked")
-	reviewReasons = list("unknown_outcome", "approval_required", "compensation_approval", "manual")
+	reviewReasons = list("unknown_outcome", "approval_required", "policy", "compensation_approval", "manual")
 )
 
 // operationProblems are the problem types about an existing operation: they always carry
@@ -72,6 +72,19 @@ func schemas() obj {
 		"Event", event(),
 		"EventList", o("type", "object", "additionalProperties", false, "required", list("events"),
 			"properties", o("events", o("type", "array", "items", schemaRef("Event"), "description", "In the order they happened."))),
+		"BudgetList", o("type", "object", "additionalProperties", false, "required", list("budgets"),
+			"properties", o("budgets", o("type", "array", "items", schemaRef("Budget")))),
+		"Budget", o("type", "object", "additionalProperties", false,
+			"required", list("name", "limit", "scope", "used", "remaining"),
+			"properties", o(
+				"name", o("type", "string"),
+				"limit", o("type", "integer", "minimum", 0, "description", "The tenant's limit per scope value and window."),
+				"window", o("type", "string", "description", "A rolling window (`24h0m0s`); absent with `period`."),
+				"period", o("type", "string", "enum", list("day", "week", "month"), "description", "A calendar period in UTC; absent with `window`."),
+				"scope", o("type", list("string", "null"), "description", "The scope value: the `per` parts joined with `/`."),
+				"used", o("type", "integer", "minimum", 0),
+				"remaining", o("type", "integer", "minimum", 0),
+			)),
 		"ToolList", toolList("ToolDefinition"),
 		"ToolDefinition", toolDefinition(),
 		"OpenAIToolList", toolList("OpenAITool"),
