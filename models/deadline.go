@@ -7,7 +7,7 @@ import (
 )
 
 // Deadlines on the ledger (docs/OPERATIONS.md, "When the ledger is unreachable"). A request
-// the gateway serves must not hang on a database that went away: every ledger call it makes
+// the gateway serves must not hang on a PostgreSQL that went away: every ledger call it makes
 // (taking a connection from the pool, the statements, the commit) ends within RequestDeadline,
 // and past it the request answers 503 ledger-unavailable with Retry-After (a write whose
 // commit was cut off says it may have been recorded). The deadline is per call, not per
@@ -33,9 +33,11 @@ func MarkRequest(ctx context.Context) context.Context {
 func (l *Ledger) RequestDeadline() time.Duration { return l.deadline }
 
 // deadlineOf is when a ledger call made now with ctx must end; false when ctx is no request's
-// or already ends sooner.
+// or already ends sooner, or on SQLite: a ledger in a local file cannot go out of reach, and a
+// request that waits there waits for other requests (a storm of a thousand duplicates queues
+// for its few connections), which must not turn into 503s.
 func (l *Ledger) deadlineOf(ctx context.Context) (time.Time, bool) {
-	if marked, _ := ctx.Value(requestMarkKey{}).(bool); !marked || l.deadline <= 0 {
+	if marked, _ := ctx.Value(requestMarkKey{}).(bool); !marked || l.deadline <= 0 || l.dialect != Postgres {
 		return time.Time{}, false
 	}
 	at := time.Now().Add(l.deadline)

@@ -77,36 +77,64 @@ func TestRequestLedgerCallsEndAtTheDeadlineWhenPostgresIsSilent(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// The wait for a pooled connection is bounded too: on SQLite every write goes through one
-// connection, and while something holds it a request's write ends at the deadline instead of
-// queueing behind it. A call that is no request's (a background job's) is not cut.
+// The wait for a pooled connection is bounded too: while every connection of the pool is
+// held (here one, the pool cut to one), a request's read ends at the deadline instead of
+// queueing behind them. A call that is no request's (a background job's) waits.
 func TestRequestWaitForAPooledConnectionIsBounded(t *testing.T) {
-	db := testdb.Open(t, models.SQLite)
-	l := models.New(models.Config{DB: db, Dialect: models.SQLite, Key: testdb.Key(t, db), RequestDeadline: 300 * time.Millisecond})
+	db := testdb.Open(t, models.Postgres)
+	l := models.New(models.Config{DB: db, Dialect: models.Postgres, Key: testdb.Key(t, db), RequestDeadline: 300 * time.Millisecond})
 	c := agentOf(context.Background(), t, l)
+	s, err := l.Submit(context.Background(), newOp(c, "held"))
+	require.NoError(t, err)
 	sqlDB, err := db.DB()
 	require.NoError(t, err)
+	sqlDB.SetMaxOpenConns(1)
 	held, err := sqlDB.Conn(context.Background())
 	require.NoError(t, err)
 	release := func() { _ = held.Close() }
 	defer release()
 
-	within(t, "a request's write", func() {
-		_, err := l.Submit(models.MarkRequest(context.Background()), newOp(c, "queued"))
+	within(t, "a request's read", func() {
+		_, err := l.Get(models.MarkRequest(context.Background()), c.Tenant, s.Op.ID)
 		assert.Equal(t, models.CodeUnavailable, models.ErrorCode(err), "%v", err)
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Submit(context.Background(), newOp(c, "background"))
+		_, err := l.Get(context.Background(), c.Tenant, s.Op.ID)
 		done <- err
 	}()
 	select {
 	case err := <-done:
-		t.Fatalf("a call that is no request's ended while the connection was held: %v", err)
+		t.Fatalf("a call that is no request's ended while the pool was held: %v", err)
 	case <-time.After(time.Second):
 	}
 	release()
-	within(t, "the background write once the connection is free", func() { require.NoError(t, <-done) })
+	within(t, "the background read once the connection is free", func() { require.NoError(t, <-done) })
+}
+
+// On SQLite the deadline does not apply: the ledger is a file on this host, which cannot go
+// out of reach, and a request waiting for its one writer waits for other requests (a storm of
+// duplicates, TestDuplicateStorm), which must not be answered 503.
+func TestSQLiteRequestsWaitForTheWriter(t *testing.T) {
+	db := testdb.Open(t, models.SQLite)
+	l := models.New(models.Config{DB: db, Dialect: models.SQLite, Key: testdb.Key(t, db), RequestDeadline: 100 * time.Millisecond})
+	c := agentOf(context.Background(), t, l)
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	held, err := sqlDB.Conn(context.Background())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Submit(models.MarkRequest(context.Background()), newOp(c, "queued"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the request's write ended while the writer was held: %v", err)
+	case <-time.After(time.Second):
+	}
+	require.NoError(t, held.Close())
+	within(t, "the request's write once the writer is free", func() { require.NoError(t, <-done) })
 }
 
 // Every session to PostgreSQL carries the ledger's own deadlines and keepalives, unless the

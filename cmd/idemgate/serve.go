@@ -74,7 +74,7 @@ func (env *environment) parseServeFlags(args []string, withHTTP bool) (*serveFla
 		return nil, err
 	}
 	fs.DurationVar(&f.ledgerDeadline, "ledger-deadline", ledgerDeadline,
-		"how long each ledger call of a request may take before the request answers 503 ledger-unavailable")
+		"on PostgreSQL, how long each ledger call of a request may take before the request answers 503 ledger-unavailable")
 	fs.DurationVar(&f.webhookWindow, "webhook-window", jobs.DefaultWebhookWindow, "how long a webhook delivery is retried before it is dead")
 	fs.DurationVar(&f.webhookRetention, "webhook-retention", jobs.DefaultWebhookRetention,
 		"how long a webhook delivery (and its outbox message) is kept once delivered or dead (0: forever)")
