@@ -25,6 +25,7 @@ var (
 	ErrMalformedBody             error = problemType("malformed-body")
 	ErrUnknownTool               error = problemType("unknown-tool")
 	ErrToolForbidden             error = problemType("tool-forbidden")
+	ErrPolicyDenied              error = problemType("policy-denied")
 	ErrInvalidParams             error = problemType("invalid-params")
 	ErrOperationInProgress       error = problemType("operation-in-progress")
 	ErrOperationUncertain        error = problemType("operation-uncertain")
@@ -63,6 +64,9 @@ type Problem struct {
 	SafeToRetryWithNewKey bool
 	// Errors lists what is wrong with the params (invalid-params).
 	Errors []ParamError
+	// Rule and Reason name the policy rule or budget that refused the call and why
+	// (policy-denied): tell the person the agent acts for; do not split the call to get past it.
+	Rule, Reason string
 
 	// RetryAfter and Location are the answer's headers, when it had them.
 	RetryAfter time.Duration
@@ -104,7 +108,7 @@ func (p *Problem) Is(target error) bool {
 // problemTypes lists every sentinel, for the test that keeps them in step with the gateway.
 var problemTypes = []error{
 	ErrUnauthenticated, ErrKeyMissing, ErrKeyInvalid, ErrKeyReserved, ErrUnsupportedMediaType, ErrBodyTooLarge, ErrMalformedBody, ErrUnknownTool,
-	ErrToolForbidden, ErrInvalidParams, ErrOperationInProgress, ErrOperationUncertain,
+	ErrToolForbidden, ErrPolicyDenied, ErrInvalidParams, ErrOperationInProgress, ErrOperationUncertain,
 	ErrOperationAwaitingApproval, ErrKeyMismatch, ErrKeyExpired, ErrConnectionNotConfigured, ErrLedgerUnavailable, ErrRateLimited,
 	ErrNotFound, ErrNotCancellable, ErrNotCompensable, ErrUnsupportedFormat, ErrInvalidQuery, ErrOriginNotAllowed, ErrInternal,
 }

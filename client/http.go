@@ -79,6 +79,8 @@ type problemJSON struct {
 	State                 State        `json:"state"`
 	SafeToRetryWithNewKey *bool        `json:"safe_to_retry_with_new_key"`
 	Errors                []ParamError `json:"errors"`
+	Rule                  string       `json:"rule"`
+	Reason                string       `json:"reason"`
 }
 
 // readProblem reads an error answer: problem details, or whatever a proxy in between sent.
@@ -90,6 +92,7 @@ func readProblem(resp *http.Response, raw []byte) *Problem {
 		p.Type, p.Slug = body.Type, body.Type[strings.LastIndexByte(body.Type, '/')+1:]
 		p.Title, p.Detail, p.OperationID, p.State, p.Errors = body.Title, body.Detail, body.OperationID, body.State, body.Errors
 		p.SafeToRetryWithNewKey = body.SafeToRetryWithNewKey != nil && *body.SafeToRetryWithNewKey
+		p.Rule, p.Reason = body.Rule, body.Reason
 		return p
 	}
 	p.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))

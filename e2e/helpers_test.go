@@ -28,7 +28,7 @@ const (
 var operationMembers = []string{
 	"id", "key", "tool", "state", "fingerprint", "params", "result", "error", "downstream_ref", "downstream_key",
 	"attempts", "next_attempt_at", "review", "compensates", "compensated_by", "workflow_run_id",
-	"step_id", "justification", "created_at", "updated_at", "completed_at",
+	"step_id", "justification", "policy", "created_at", "updated_at", "completed_at",
 }
 
 // submitAs posts an operation with the API key apiKey (none when "").

@@ -47,6 +47,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// meet the rate limit before the ledger.
 		conformUnavailable(t, c, gatewaytest.Start(t, d))
 		conformConnectionNotConfigured(t, c, d)
+		conformPolicy(t, c, gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: policyTools}))
 
 		assert.Empty(t, c.unmet(conformanceExempt), "documented answers no request met")
 	})
@@ -311,6 +312,7 @@ func conformUnavailable(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 		{method: http.MethodPost, path: "/v1/operations/" + id + "/cancel"},
 		{method: http.MethodPost, path: "/v1/operations/" + id + "/compensate"},
 		{method: http.MethodGet, path: "/v1/tools"},
+		{method: http.MethodGet, path: "/v1/budgets"},
 		{method: http.MethodPost, path: "/mcp", header: stream, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
 		{method: http.MethodGet, path: "/mcp", header: stream},
 		{method: http.MethodDelete, path: "/mcp", header: stream},
@@ -321,4 +323,16 @@ func conformUnavailable(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
 		requireRetryAfter(t, resp)
 	}
 	assert.Equal(t, http.StatusServiceUnavailable, c.send(t, g, req{method: http.MethodGet, path: "/readyz"}).Status)
+}
+
+// conformPolicy drives the answers of the tools file's policies and budgets: a refund a rule
+// denies (403 policy-denied), one a budget charges, and the budgets' room (GET /v1/budgets).
+func conformPolicy(t *testing.T, c *conformance, g *gatewaytest.Gateway) {
+	requireOp(t, c.send(t, g, submitReq(g.Key, "oas-policy-small", toolBody("refunds.issue", refund("o-1", 1999)), "")), http.StatusCreated)
+	r := c.send(t, g, submitReq(g.Key, "oas-policy-huge", toolBody("refunds.issue", refund("o-2", 2000000)), ""))
+	requireProblem(t, g, r, http.StatusForbidden, "policy-denied")
+	r = c.send(t, g, req{method: http.MethodGet, path: "/v1/budgets", apiKey: g.Key})
+	assert.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	r = c.send(t, g, req{method: http.MethodGet, path: "/v1/budgets", outside: true})
+	requireProblem(t, g, r, http.StatusUnauthorized, "unauthenticated")
 }

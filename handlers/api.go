@@ -270,14 +270,14 @@ func (a *API) answer(c echo.Context, res jobs.SubmitResult) error {
 	h := c.Response().Header()
 	switch {
 	case res.Created && op.State.Terminal():
-		return c.JSON(http.StatusCreated, renderOperation(a.Catalog, op))
+		return c.JSON(http.StatusCreated, a.render(c.Request().Context(), op))
 	case res.Created:
 		h.Set("Location", location)
 		h.Set("Retry-After", strconv.Itoa(retryAfter(op)))
-		return c.JSON(http.StatusAccepted, renderOperation(a.Catalog, op))
+		return c.JSON(http.StatusAccepted, a.render(c.Request().Context(), op))
 	case op.State.Terminal():
 		h.Set("Idempotent-Replayed", "true")
-		return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+		return c.JSON(http.StatusOK, a.render(c.Request().Context(), op))
 	}
 	return inFlightProblem(op, toolOf(a.Catalog, op.Tool))
 }

@@ -32,7 +32,7 @@ func (a *API) GetOperation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+	return c.JSON(http.StatusOK, a.render(c.Request().Context(), op))
 }
 
 type listJSON struct {
@@ -57,7 +57,7 @@ func (a *API) ListOperations(c echo.Context) error {
 	}
 	out := listJSON{Operations: make([]operationJSON, 0, len(ops))}
 	for _, op := range ops {
-		out.Operations = append(out.Operations, renderOperation(a.Catalog, op))
+		out.Operations = append(out.Operations, a.render(c.Request().Context(), op))
 	}
 	if more {
 		cur := a.Ledger.ListCursor(caller.Tenant, ops[len(ops)-1].ID)
@@ -93,7 +93,7 @@ func (a *API) byKey(c echo.Context, key string) error {
 	if !caller.AllowsTool(op.Tool) {
 		return problem(problems.NotFound, "no such operation")
 	}
-	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+	return c.JSON(http.StatusOK, a.render(c.Request().Context(), op))
 }
 
 func listFilter(c echo.Context, caller *models.Caller, ledger *models.Ledger) (models.ListFilter, error) {
@@ -151,7 +151,7 @@ func (a *API) Cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, renderOperation(a.Catalog, op))
+	return c.JSON(http.StatusOK, a.render(c.Request().Context(), op))
 }
 
 // Tools handles GET /v1/tools: the caller's tools, in the format asked for.

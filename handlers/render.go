@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+
 	"github.com/idemgate/idemgate/handlers/opview"
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
@@ -17,6 +19,19 @@ type eventJSON = opview.Event
 // opview.Render).
 func renderOperation(cat *catalog.Catalog, op *models.Operation) operationJSON {
 	return opview.Render(cat, op)
+}
+
+// render is renderOperation with what the policies decided of op (its `policy` member), read
+// only for a tool a policy or budget applies to, so other reads cost nothing more. A decision
+// that cannot be read is left out rather than failing the answer: the operation itself was read.
+func (a *API) render(ctx context.Context, op *models.Operation) operationJSON {
+	view := renderOperation(a.Catalog, op)
+	if a.Catalog.Rules().Applies(op.Tool) {
+		if p, err := a.Ledger.PolicyOf(ctx, op.ID); err == nil {
+			view.Policy = p
+		}
+	}
+	return view
 }
 
 func renderEvent(e models.Event) eventJSON { return opview.RenderEvent(e) }

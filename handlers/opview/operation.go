@@ -31,9 +31,13 @@ type Operation struct {
 	WorkflowRunID *string         `json:"workflow_run_id"`
 	StepID        *string         `json:"step_id"`
 	Justification *string         `json:"justification"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-	CompletedAt   *time.Time      `json:"completed_at"`
+	// Policy is what the tools file's policies and budgets decided when the operation was
+	// recorded (docs/POLICY.md); null when none applied. Render leaves it nil: it is read
+	// apart (models.Ledger.PolicyOf), only for the tools a policy applies to (WithPolicy).
+	Policy      *models.PolicyDecision `json:"policy"`
+	CreatedAt   time.Time              `json:"created_at"`
+	UpdatedAt   time.Time              `json:"updated_at"`
+	CompletedAt *time.Time             `json:"completed_at"`
 }
 
 // Review is the operation's current review, when it has one.
