@@ -227,3 +227,20 @@ func TestTenantBudgetLimit(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.Status, "the file's 200,000 again: %s", r.Body)
 	})
 }
+
+// On /mcp a call a policy denies is an error result whose text gives the reason and whose
+// structured content is the policy-denied problem; nothing is recorded or sent. Both engines.
+func TestMCPPolicyDenied(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: policyTools})
+		s := mcpSession(t, g, g.Key)
+		res := callTool(t, s, "refunds.issue", "mcp-huge", map[string]any{"order_id": "o-1", "amount_cents": 2000000, "currency": "EUR"})
+		require.True(t, res.IsError)
+		assert.Contains(t, resultText(res), "Refunds over 10,000.00 are made by finance, not by agents.")
+		p := structured(t, res)
+		assert.Equal(t, "/problems/policy-denied", p["type"])
+		assert.Equal(t, "no-refunds-over-10k", p["rule"])
+		assert.Zero(t, g.Count(t))
+		assert.Zero(t, g.Sandbox.Committed("refunds"))
+	})
+}

@@ -47,6 +47,10 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 		s.Outcome = fmt.Sprintf("Being sent now: attempt %d.", op.Attempts)
 	case models.StateAwaitingApproval:
 		s.Outcome = "Not sent yet: it waits for a reviewer's approval."
+		// A policy that held it says why in the operator's words: the first thing to read.
+		if why := policyWhy(rec.Events); why != "" {
+			s.WhyLabel, s.Why = "Why a policy holds it", why
+		}
 	}
 	// A reviewer's own decision is on the timeline, with its reason: not repeated as an error.
 	if op.ErrorMessage != nil && (op.State == models.StateUnknown || op.State == models.StateFailedFinal) &&
@@ -342,4 +346,29 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// policyWhy is what held an operation for a person, from its policy_decided event: the rule's
+// reason, or the budget it would pass with what was counted. "" when no policy held it.
+func policyWhy(events []models.Event) string {
+	for _, e := range events {
+		if e.Type != models.EventPolicyDecided || e.Detail == nil {
+			continue
+		}
+		var p models.PolicyDecision
+		if json.Unmarshal([]byte(*e.Detail), &p) != nil || p.Decision != models.PolicyRequireApproval {
+			return ""
+		}
+		var parts []string
+		if p.Rule != "" && p.Reason != "" {
+			parts = append(parts, p.Reason+" (rule "+p.Rule+")")
+		}
+		for _, b := range p.Budgets {
+			if b.Decision == models.PolicyRequireApproval {
+				parts = append(parts, fmt.Sprintf("The budget %s of %s has %d of %d counted; this one adds %d.", b.Name, b.Scope, b.Used, b.Limit, b.Amount))
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
 }
