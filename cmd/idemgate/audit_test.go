@@ -83,9 +83,9 @@ func TestAuditVerifyExportCommand(t *testing.T) {
 
 		t.Run("untouched, offline", func(t *testing.T) {
 			offline := &cliLedger{dsn: filepath.Join(t.TempDir(), "missing", "no.db")} // would fail to open
-			out, _, err := offline.run(t, "audit", "verify", "--export", path)
+			_, _, err := offline.run(t, "audit", "verify", "--export", path)
 			require.ErrorContains(t, err, "nothing was verified cryptographically", "without a key, consistency alone is not a pass")
-			out, _, err = offline.run(t, "audit", "verify", "--export", path, "--allow-unsigned")
+			out, _, err := offline.run(t, "audit", "verify", "--export", path, "--allow-unsigned")
 			require.NoError(t, err)
 			assert.Regexp(t, fmt.Sprintf(`^export ok: ndjson, 2 operations, 2 events, sha256 [0-9a-f]{64}, audit entry %d [0-9a-f]{64}\n$`, seededEntries+1), out)
 		})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,4 +66,21 @@ func TestPolicyDocExamples(t *testing.T) {
 		"charges 60000 to support-agent/EUR", "decision: require_approval (decided by big-refunds-need-a-person"} {
 		assert.Contains(t, r.stdout, want)
 	}
+}
+
+// TestReadmeToolsFileLoads: the README's tools file, policy and budget included, is one `serve`
+// takes (its connection's token given as the environment would).
+func TestReadmeToolsFileLoads(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```yaml\\n# tools.yaml\\n(.*?)\\n```").FindSubmatch(readme)
+	require.NotNil(t, m, "the README's tools file")
+	cat, err := catalog.LoadWith(m[1], catalog.Options{Getenv: func(string) string { return "token" }})
+	require.NoError(t, err)
+	require.True(t, cat.Rules().Applies("invoices.create"))
+	assert.Len(t, cat.Rules().Budgets(), 1)
+	// The demo's own file has its rule and budget too (serve --demo).
+	demo := catalog.Demo("http://127.0.0.1/sandbox")
+	require.True(t, demo.Rules().Applies("refunds.issue"))
+	assert.Equal(t, "refunds-per-agent-per-day", demo.Rules().Budgets()[0].Name)
 }

@@ -174,6 +174,7 @@ func demoSteps() []demoStep {
 			}
 			assert.Equal(t, []string{
 				"created →RUNNING",
+				"policy_decided",
 				"attempt_started",
 				"attempt_finished (ambiguous)",
 				"state_changed RUNNING→UNKNOWN",

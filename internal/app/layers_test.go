@@ -29,6 +29,7 @@ var layers = [][]string{
 	{"jobs/mcpclient"},
 	{"jobs/downstream"},
 	{"jobs/catalog"},
+	{"jobs/catalog/rules"},
 	{"models/testdb"},
 	{"models"},
 	{"models/fingerprint", "models/datakey"},
