@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/internal/sandbox"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/models/testdb"
 )
@@ -108,43 +109,8 @@ func TestPolicyDecisions(t *testing.T) {
 // counted past the limit (SPEC 4c). Both engines; on PostgreSQL with group commit on.
 func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d models.Dialect) {
-		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: gatewaytest.Tools + `
-budgets:
-  - name: refunds-per-agent
-    tools: [refunds.issue]
-    per: [principal]
-    amount: params.amount_cents
-    limit: 50000
-    window: 24h
-`})
-		const n = 200
-		var wg sync.WaitGroup
-		statuses := make([]int, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// As a careful agent: a 503 (the ledger busy past its deadline) is sent again
-				// with the same key, which is always safe.
-				var r gatewaytest.Response
-				for try := 0; try < 20; try++ {
-					r = g.Submit(t, fmt.Sprintf("k-%d", i), "refunds.issue", refund(fmt.Sprintf("o-%d", i), 1000), map[string]string{"Prefer": "wait=0"})
-					if r.Status != http.StatusServiceUnavailable {
-						break
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-				statuses[i] = r.Status
-				if r.Status >= 300 && r.Status != http.StatusAccepted {
-					t.Logf("k-%d: %d %s", i, r.Status, r.Body)
-				}
-			}()
-		}
-		wg.Wait()
-		counts := map[int]int{}
-		for _, s := range statuses {
-			counts[s]++
-		}
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: budgetTools})
+		counts := sendRefunds(t, []*gatewaytest.Gateway{g}, g.Key, 200)
 		var held, counted int64
 		require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state = 'AWAITING_APPROVAL'").Scan(&held).Error)
 		used, err := g.Ledger.BudgetUsage(t.Context(), "acme", "refunds-per-agent", "agent", time.Now().Add(-time.Hour))
@@ -242,5 +208,86 @@ func TestMCPPolicyDenied(t *testing.T) {
 		assert.Equal(t, "no-refunds-over-10k", p["rule"])
 		assert.Zero(t, g.Count(t))
 		assert.Zero(t, g.Sandbox.Committed("refunds"))
+	})
+}
+
+// budgetTools is a single budget of 50,000 cents per agent, for the concurrency tests.
+const budgetTools = gatewaytest.Tools + `
+budgets:
+  - name: refunds-per-agent
+    tools: [refunds.issue]
+    per: [principal]
+    amount: params.amount_cents
+    limit: 50000
+    window: 24h
+`
+
+// sendRefunds sends n refunds of 1,000 cents at once, spread over gateways, each re-sent with
+// the same key after a 503 as a careful agent does, and returns the answers' statuses.
+func sendRefunds(t *testing.T, gws []*gatewaytest.Gateway, key string, n int) map[int]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := gws[i%len(gws)]
+			var r gatewaytest.Response
+			for try := 0; try < 20; try++ {
+				r = g.Do(t, http.MethodPost, "/v1/operations", key, map[string]string{"Idempotency-Key": fmt.Sprintf("k-%d", i), "Prefer": "wait=0"},
+					`{"tool":"refunds.issue","params":`+refund(fmt.Sprintf("o-%d", i), 1000)+`}`)
+				if r.Status != http.StatusServiceUnavailable {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			statuses[i] = r.Status
+		}()
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	return counts
+}
+
+// Two replicas on one PostgreSQL ledger (group commit on) charge one scope value at once: the
+// budget counts exactly its limit, never more, however the requests fall between them.
+func TestBudgetHoldsAcrossReplicas(t *testing.T) {
+	db := testdb.Open(t, models.Postgres)
+	a := gatewaytest.StartWith(t, models.Postgres, gatewaytest.Options{DB: db, Tools: budgetTools})
+	b := gatewaytest.StartWith(t, models.Postgres, gatewaytest.Options{DB: db, Tools: budgetTools})
+	counts := sendRefunds(t, []*gatewaytest.Gateway{a, b}, a.Key, 200)
+	used, err := a.Ledger.BudgetUsage(t.Context(), "acme", "refunds-per-agent", "agent", time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, int64(50000), used, "exactly the limit across replicas (answers %v)", counts)
+	var held int64
+	require.NoError(t, db.Raw("SELECT count(*) FROM operations WHERE state = 'AWAITING_APPROVAL'").Scan(&held).Error)
+	assert.Equal(t, int64(150), held)
+}
+
+// Refunds the downstream rejects end FAILED_FINAL and give their amounts back: what is counted
+// is only what may have taken effect, and it never passes the limit. Both engines.
+func TestBudgetGivesBackFailedOperations(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: budgetTools})
+		g.Sandbox.AddFault(sandbox.Fault{Mode: sandbox.ModeReject, Path: "/refunds", Method: http.MethodPost, Count: 30})
+		counts := sendRefunds(t, []*gatewaytest.Gateway{g}, g.Key, 120)
+		gatewaytest.Eventually(t, 30*time.Second, "every admitted refund to end", func() bool {
+			var open int64
+			require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state IN ('PENDING','RUNNING')").Scan(&open).Error)
+			return open == 0
+		})
+		used, err := g.Ledger.BudgetUsage(t.Context(), "acme", "refunds-per-agent", "agent", time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		var succeeded, failed int64
+		require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state = 'SUCCEEDED'").Scan(&succeeded).Error)
+		require.NoError(t, g.Ledger.DB().Raw("SELECT count(*) FROM operations WHERE state = 'FAILED_FINAL'").Scan(&failed).Error)
+		assert.Equal(t, int64(30), failed, "the rejected refunds (answers %v)", counts)
+		assert.Equal(t, succeeded*1000, used, "only what took effect is counted: the failed ones gave theirs back")
+		assert.LessOrEqual(t, used, int64(50000), "never past the limit")
+		assert.Equal(t, int(succeeded), g.Sandbox.Committed("refunds"))
 	})
 }
