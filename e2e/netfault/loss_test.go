@@ -91,7 +91,8 @@ tools:
 // while agents submit refunds; attempts
 // time out, the reconciler looks each one up, and the ones it finds not done are sent again.
 // Once the network heals and every operation is settled: no refund was paid twice, none that
-// was paid is FAILED_FINAL, and every SUCCEEDED one was paid exactly once. Before the reset on
+// was paid is FAILED_FINAL, every SUCCEEDED one was paid exactly once, and re-sending any key
+// answers the operation as recorded. Before the reset on
 // abort, a request abandoned by its attempt could reach the service after the reconciler
 // had believed its "not found" (settle counted from the attempt, the kernel still
 // retransmitting from the orphaned socket): the issue measured 13 refunds paid twice in two
@@ -183,6 +184,25 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 			if err != nil || !op.State.Terminal() {
 				return false
 			}
+		}
+		return true
+	})
+
+	// Each key's answers agree: the agent re-sending a key now gets the operation as
+	// recorded, terminal, with its one result.
+	ids.Range(func(k, v any) bool {
+		key, id := k.(string), v.(string)
+		r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), nil)
+		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
+		require.NoError(t, err)
+		got := r.JSON(t)
+		if !assert.Equal(t, id, got["id"], "%s: the replay names the operation", key) ||
+			!assert.Equal(t, string(op.State), got["state"], "%s: the replay says what the ledger recorded", key) {
+			return false
+		}
+		if op.State == models.StateSucceeded && assert.NotNil(t, op.DownstreamRef, key) {
+			res, _ := got["result"].(map[string]any)
+			assert.Equal(t, *op.DownstreamRef, res["id"], "%s: the replay's result is the recorded one", key)
 		}
 		return true
 	})
