@@ -14,12 +14,12 @@ import (
 )
 
 // operationPage builds the operation page's view model from the operation's public view
-// (opview.Render, which every representation shows: params masked, what the downstream sent
+// (opview.RenderForPeople: params masked but for the safe forms people may see, what the downstream sent
 // back scrubbed before it was recorded), and one timeline merging events with what their
 // attempts recorded.
 func operationPage(cat *catalog.Catalog, rec *models.OperationRecord, now time.Time) views.OperationPage {
 	op := rec.Op
-	view := opview.Render(cat, op)
+	view := opview.RenderForPeople(cat, op)
 	p := views.OperationPage{
 		Op: operationRow(op, now), Fingerprint: view.Fingerprint, DownstreamKey: view.DownstreamKey, Attempts: op.Attempts,
 		NextAttemptAt: timePtr(op.NextAttemptAt, now), Completed: timePtr(op.CompletedAt, now),

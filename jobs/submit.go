@@ -128,12 +128,14 @@ func (e *Executor) checkTenantSecrets(ctx context.Context, req SubmitRequest) er
 // newOperation is the ledger's record of a call of tool with canonical params under the
 // operation key of tenant: its fingerprint and downstream key under the ledger's key
 // (docs/STATES.md), and, for a tool with sensitive params, the masked params the ledger keeps in
-// place of the clear ones when it seals them (only then: a replay need not mask).
+// place of the clear ones when it seals them (only then: a replay need not mask): each
+// sensitive value in the safe form people may see ("•••• 4242", or "***"), which the API masks
+// again, so the console never needs the data key to show it.
 func (e *Executor) newOperation(tenant, key string, tool *catalog.Tool, params []byte) (models.NewOperation, error) {
 	in := models.NewOperation{Tenant: tenant, Key: key, Tool: tool.Name, Params: params,
 		Fingerprint: e.ledger.Fingerprint(tool.Name, params), DownstreamKey: e.ledger.DownstreamKey(tenant, key)}
 	if len(tool.SensitiveParams) > 0 && e.ledger.SealsParams() {
-		masked, err := tool.MaskCanonical(params)
+		masked, err := tool.RevealCanonical(params) // "***" but for the safe forms people see
 		if err != nil {
 			return in, err
 		}

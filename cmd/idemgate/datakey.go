@@ -108,7 +108,7 @@ func masker(cat *catalog.Catalog) models.Masker {
 		if !ok || len(t.SensitiveParams) == 0 {
 			return nil, false, nil
 		}
-		masked, err := t.MaskCanonical(params)
+		masked, err := t.RevealCanonical(params) // as a new operation's are kept: jobs.newOperation
 		return masked, err == nil, err
 	}
 }

@@ -210,7 +210,7 @@ func (x *Exporter) writeBody(ctx context.Context, b body, s models.Scope, f Filt
 			return res, fmt.Errorf("export: read operations: %w", err)
 		}
 		for _, eo := range batch {
-			n, err := b.operation(eo, opview.Render(x.Catalog, eo.Op))
+			n, err := b.operation(eo, opview.RenderForPeople(x.Catalog, eo.Op))
 			if err != nil {
 				return res, err
 			}

@@ -32,8 +32,9 @@ type Operation struct {
 	StepID        *string         `json:"step_id"`
 	Justification *string         `json:"justification"`
 	// Policy is what the tools file's policies and budgets decided when the operation was
-	// recorded (docs/POLICY.md); null when none applied. Render leaves it nil: it is read
-	// apart (models.Ledger.PolicyOf), only for the tools a policy applies to (WithPolicy).
+	// recorded (docs/POLICY.md); null when none applied. Render shows the operation's, when
+	// the ledger attached it (a new operation, a webhook's payload); the API reads it apart
+	// (models.Ledger.PolicyOf) for the tools a policy applies to.
 	Policy      *models.PolicyDecision `json:"policy"`
 	CreatedAt   time.Time              `json:"created_at"`
 	UpdatedAt   time.Time              `json:"updated_at"`
@@ -65,16 +66,26 @@ var jsonNull = json.RawMessage("null")
 // params are withheld entirely (null) rather than risk showing a secret; params that cannot
 // be parsed are withheld for the same reason.
 func Render(cat *catalog.Catalog, op *models.Operation) Operation {
+	return render(cat, op, (*catalog.Tool).MaskCanonical)
+}
+
+// RenderForPeople is Render for a person: the console and exports, where a sensitive param
+// shows the safe form its tool declares ("•••• 4242", docs/TOOLS.md) instead of "***".
+func RenderForPeople(cat *catalog.Catalog, op *models.Operation) Operation {
+	return render(cat, op, (*catalog.Tool).RevealCanonical)
+}
+
+func render(cat *catalog.Catalog, op *models.Operation, mask func(*catalog.Tool, []byte) ([]byte, error)) Operation {
 	out := Operation{
 		ID: op.ID, Key: op.Key, Tool: op.Tool, State: op.State, Fingerprint: op.Fingerprint,
 		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, DownstreamKey: op.DownstreamKeySent(), Attempts: op.Attempts,
 		NextAttemptAt: utc(op.NextAttemptAt), Compensates: op.Compensates, CompensatedBy: op.CompensatedBy,
-		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID, Justification: op.Justification,
+		WorkflowRunID: op.WorkflowRunID, StepID: op.StepID, Justification: op.Justification, Policy: op.Policy,
 		CreatedAt: op.CreatedAt.UTC(), UpdatedAt: op.UpdatedAt.UTC(), CompletedAt: utc(op.CompletedAt),
 	}
 	if op.Params != nil {
 		if tool, ok := cat.Get(op.Tool); ok {
-			if masked, err := tool.MaskCanonical([]byte(*op.Params)); err == nil {
+			if masked, err := mask(tool, []byte(*op.Params)); err == nil {
 				out.Params = masked
 			}
 		}

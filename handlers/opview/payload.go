@@ -23,15 +23,15 @@ func (p payloads) RenderOperation(op *models.Operation) (json.RawMessage, error)
 	return b, nil
 }
 
-// Summary is the tool's summary line of op ("42.00 EUR to order 1044"), as the console shows
-// it: written from the masked params, so it never holds a sensitive value. "" when the tool
-// has none.
+// Summary is the tool's summary line of op ("42.00 EUR to card •••• 4242"), as the console
+// shows it: written from the params for people, so a sensitive value shows only in the safe
+// form its tool declares ("***" by default). "" when the tool has none.
 func (p payloads) Summary(op *models.Operation) string {
 	tool, ok := p.cat.Get(op.Tool)
 	if !ok || op.Params == nil {
 		return ""
 	}
-	masked, err := tool.MaskCanonical([]byte(*op.Params))
+	masked, err := tool.RevealCanonical([]byte(*op.Params))
 	if err != nil {
 		return ""
 	}

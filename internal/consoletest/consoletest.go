@@ -109,6 +109,23 @@ const ExtraTools = `
       url: "{{SANDBOX}}/refunds"
       timeout: 1s
     review: {require_approval: true, approvals: 2, approval_ttl: 1h}
+  - name: payouts.card
+    description: Pay out to a customer's card; people see its last four digits
+    effect: write
+    params_schema:
+      type: object
+      required: [order_id, amount_cents, currency, card_number]
+      properties:
+        order_id: {type: string}
+        amount_cents: {type: integer}
+        currency: {type: string}
+        card_number: {type: string}
+    sensitive_params: [{name: card_number, reveal: last4}]
+    summary: "{{money .Params.amount_cents .Params.currency}} to card {{reveal .Params.card_number}} for order {{.Params.order_id}}"
+    http:
+      url: "{{SANDBOX}}/refunds"
+      timeout: 1s
+    review: {require_approval: true, approvals: 1, approval_ttl: 24h}
 `
 
 // Console is a running console under test.

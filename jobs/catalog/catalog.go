@@ -33,6 +33,8 @@ type Tool struct {
 	ParamsSchemaRaw map[string]any // the schema as written, served by GET /v1/tools
 	Schema          *jsonschema.Schema
 	SensitiveParams []string // normalised to JSON pointers ("/card_number")
+	// reveal is the safe form for people of each sensitive pointer that declares one (Reveals).
+	reveal map[string]string
 	// HTTP says how the tool's request is sent; for a tool of an MCP server only its Timeout
 	// (the server's per-call timeout) applies, and MCP says how it is called.
 	HTTP         HTTPSpec

@@ -15,8 +15,10 @@ import (
 // 1044"), and reference_url, a link into the downstream's own console where a reviewer looks
 // the operation up. Neither changes what is sent downstream.
 
-// summaryRoots are what a summary may name. A summary is read from the masked params, so a
-// sensitive param reads "***" there as everywhere else.
+// summaryRoots are what a summary may name. A summary is read from the params as people see
+// them (RevealCanonical) or as the API does (MaskCanonical); a sensitive param named plainly
+// reads "***" either way, and {{reveal .Params.name}} reads its safe form (docs/TOOLS.md) from
+// the people's params, "***" from the API's.
 var summaryRoots = map[string]bool{"Key": false, "Tenant": false, "Params": true}
 
 // summaryTemplate is a parsed summary: literal text, field references, and money calls.
@@ -29,14 +31,17 @@ type summaryPart struct {
 	text     string
 	field    []string
 	money    bool
+	reveal   bool
 	currency []string
 }
 
 // parseSummary parses a summary template: {{.Params.name}} references and
 // {{money .Params.amount_cents .Params.currency}}, which spells an amount in minor units
-// ("4200", "EUR" → "42.00 EUR"). Nothing else is allowed, as in URL templates.
+// ("4200", "EUR" → "42.00 EUR"), and {{reveal .Params.card_number}}, a sensitive param's safe
+// form. Nothing else is allowed, as in URL templates.
 func parseSummary(src string) (*summaryTemplate, error) {
-	t, err := template.New("summary").Funcs(template.FuncMap{"money": func(any, any) string { return "" }}).Parse(src)
+	funcs := template.FuncMap{"money": func(any, any) string { return "" }, "reveal": func(any) string { return "" }}
+	t, err := template.New("summary").Funcs(funcs).Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("invalid template %q: %w", src, err)
 	}
@@ -83,6 +88,19 @@ func summaryAction(n *parse.ActionNode) (summaryPart, error) {
 			}
 			return summaryPart{field: amount, money: true, currency: currency}, nil
 		}
+		if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "reveal" {
+			if len(args) != 2 {
+				return summaryPart{}, fmt.Errorf("%s: reveal takes one param, as in reveal .Params.card_number", n)
+			}
+			field, err := summaryField(args[1], n)
+			if err != nil {
+				return summaryPart{}, err
+			}
+			if field[0] != "Params" {
+				return summaryPart{}, fmt.Errorf("%s: reveal takes a param, as in reveal .Params.card_number", n)
+			}
+			return summaryPart{field: field, reveal: true}, nil
+		}
 	}
 	field, err := fieldOf(n, summaryRoots)
 	return summaryPart{field: field}, err
@@ -104,8 +122,8 @@ func summaryField(arg parse.Node, n *parse.ActionNode) ([]string, error) {
 	return f.Ident, nil
 }
 
-// Summary renders the tool's summary of a call from its masked params (as the console shows
-// them) and the operation's key and tenant. ok is false when the tool has no summary or the
+// Summary renders the tool's summary of a call from its masked params (MaskCanonical) or its
+// params for people (RevealCanonical), and the operation's key and tenant. ok is false when the tool has no summary or the
 // params lack what it names; the console then shows the params themselves.
 func (t *Tool) Summary(maskedParams []byte, key, tenant string) (string, bool) {
 	if t.summary == nil {
@@ -133,13 +151,47 @@ func (t *Tool) Summary(maskedParams []byte, key, tenant string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		s, err := scalarString(v)
+		s, err := t.summaryText(p, v)
 		if err != nil {
 			return "", false
 		}
 		sb.WriteString(s)
 	}
 	return strings.TrimSpace(sb.String()), true
+}
+
+// summaryText is what a field of a summary shows: a sensitive param's safe form when it is
+// revealed (written again: a form of a form is itself, and clear params given by mistake
+// still show no more), "***" when it is named plainly, and any other value as it is.
+func (t *Tool) summaryText(p summaryPart, v any) (string, error) {
+	if p.field[0] == "Params" {
+		loc := p.field[1:]
+		if ptr, ok := t.sensitiveAt(loc); ok {
+			if p.reveal {
+				return RevealValue(t.Reveals(ptr), v), nil
+			}
+			return Masked, nil
+		}
+		if t.nearSensitive(loc) {
+			return Masked, nil // holds a sensitive value
+		}
+	}
+	return scalarString(v)
+}
+
+// sensitiveAt returns the sensitive pointer at loc (a field path under Params), if it is one.
+func (t *Tool) sensitiveAt(loc []string) (string, bool) {
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteString("/" + escapeToken(tok))
+	}
+	ptr := b.String()
+	for _, p := range t.SensitiveParams {
+		if q, err := sensitivePointer(p); err == nil && q == ptr {
+			return ptr, true
+		}
+	}
+	return "", false
 }
 
 // summaryData is what a summary reads: the masked params (numbers exact), key and tenant.

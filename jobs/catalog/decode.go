@@ -16,7 +16,7 @@ type rawTool struct {
 	Description     string           `yaml:"description"`
 	Effect          string           `yaml:"effect"`
 	ParamsSchema    any              `yaml:"params_schema"`
-	SensitiveParams []string         `yaml:"sensitive_params"`
+	SensitiveParams []rawSensitive   `yaml:"sensitive_params"`
 	HTTP            *rawHTTP         `yaml:"http"`
 	Reconcile       *rawReconcile    `yaml:"reconcile"`
 	Retry           *rawRetry        `yaml:"retry"`
@@ -89,6 +89,9 @@ func decodeValue(node *yaml.Node, v reflect.Value, path string) error {
 	node = resolveAlias(node)
 	if isNull(node) {
 		return nil // absent and null are the same: the default applies
+	}
+	if v.Type() == reflect.TypeFor[rawSensitive]() && node.Kind == yaml.ScalarNode {
+		return decodeScalar(node, v.Field(0), path) // a plain name: no safe form
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

@@ -124,7 +124,7 @@ type rawMCPTool struct {
 	IdempotencyArgument string           `yaml:"idempotency_argument"`
 	HonoursKey          bool             `yaml:"honours_key"`
 	Reconcile           *rawMCPReconcile `yaml:"reconcile"`
-	SensitiveParams     []string         `yaml:"sensitive_params"`
+	SensitiveParams     []rawSensitive   `yaml:"sensitive_params"`
 	Retry               *rawRetry        `yaml:"retry"`
 	Review              *rawReview       `yaml:"review"`
 	Compensation        *rawCompensation `yaml:"compensation"`

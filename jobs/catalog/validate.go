@@ -74,13 +74,24 @@ func validateCommon(raw *rawTool, ec *collector, call func(*Tool)) *Tool {
 		t.ParamsSchemaRaw, t.Schema, t.nulls, t.strict = ps.raw, ps.schema, ps.nulls, ps.strict
 	}
 	for i, p := range raw.SensitiveParams {
-		ptr, err := sensitivePointer(p)
+		ptr, err := sensitivePointer(p.Name)
 		if err != nil {
 			ec.add(fmt.Sprintf("sensitive_params[%d]", i), err)
 			continue
 		}
+		form, err := revealForm(p.Reveal)
+		if err != nil {
+			ec.add(fmt.Sprintf("sensitive_params[%d].reveal", i), err)
+			continue
+		}
 		if !slices.Contains(t.SensitiveParams, ptr) {
 			t.SensitiveParams = append(t.SensitiveParams, ptr)
+		}
+		if form != RevealNone {
+			if t.reveal == nil {
+				t.reveal = map[string]string{}
+			}
+			t.reveal[ptr] = form
 		}
 	}
 	call(t)
