@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,6 +189,11 @@ func TestTenantBudgetLimit(t *testing.T) {
 		require.Len(t, policy.Budgets, 1)
 		assert.Equal(t, models.BudgetUse{Name: "refunds-per-agent-per-day", Scope: "agent/EUR", Amount: 2000, Used: 2000, Limit: 3000,
 			Decision: models.PolicyRequireApproval}, policy.Budgets[0])
+		// The gauge: 2,000 of the tenant's 3,000 counted; the decisions counted by rule.
+		gatewaytest.Eventually(t, 10*time.Second, "the budget's usage gauge", func() bool {
+			return strings.Contains(g.Scrape(t), `idemgate_budget_usage_ratio{budget="refunds-per-agent-per-day"} 0.6666666666666666`)
+		})
+		assert.Contains(t, g.Scrape(t), `idemgate_policy_decisions_total{decision="allow",rule="none"} 2`)
 		require.NoError(t, g.Ledger.UnsetBudgetLimit(t.Context(), models.AllTenants(), cli, "acme", "refunds-per-agent-per-day"))
 		r = g.Submit(t, "c", "refunds.issue", refund("o-3", 2000), nil)
 		require.Equal(t, http.StatusCreated, r.Status, "the file's 200,000 again: %s", r.Body)

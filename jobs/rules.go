@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/jobs/catalog/rules"
@@ -108,4 +110,51 @@ func (e *Executor) recheckApproved(ctx context.Context, tool *catalog.Tool, c mo
 			o.Rule, o.Reason)), nil
 	}
 	return nil, nil
+}
+
+// BudgetMeter receives each budget's highest usage ratio (idemgate_budget_usage_ratio).
+type BudgetMeter interface {
+	BudgetUsage(budget string, ratio float64)
+}
+
+// WatchBudgets sets, every interval until ctx ends, each budget's highest scope value's usage
+// over its limit (the tenant's own limit where it has one): the gauge an alert watches before
+// agents start waiting for people. Scope values never become labels.
+func WatchBudgets(ctx context.Context, l *models.Ledger, set *rules.Set, meter BudgetMeter, every time.Duration, log *slog.Logger) {
+	budgets := set.Budgets()
+	if len(budgets) == 0 {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		limits, err := l.BudgetLimits(ctx, models.AllTenants(), "")
+		if err == nil {
+			for _, b := range budgets {
+				top, err := l.BudgetHighest(ctx, b.Name, b.Since(time.Now()), 20)
+				if err != nil {
+					log.Warn("budget usage not read", "budget", b.Name, "err", err)
+					continue
+				}
+				ratio := 0.0
+				for _, u := range top {
+					limit := b.Limit
+					for _, own := range limits {
+						if own.Tenant == u.Tenant && own.Budget == b.Name {
+							limit = own.LimitAmount
+						}
+					}
+					if limit > 0 {
+						ratio = max(ratio, float64(u.Used)/float64(limit))
+					}
+				}
+				meter.BudgetUsage(b.Name, ratio)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -99,6 +99,9 @@ func (l *Ledger) enqueueEmails(tx *gorm.DB, now time.Time, op *Operation, n noti
 		return fmt.Errorf("reviewers of %s: %w", op.Tenant, err)
 	}
 	var rows []Email
+	if err := attachPolicy(tx, op); err != nil {
+		return err
+	}
 	body, err := l.payload(now, op, n)
 	if err != nil {
 		return err

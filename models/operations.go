@@ -237,6 +237,7 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	if existing != nil {
 		return sameOperation(existing, in)
 	}
+	op.Policy = in.Policy
 	return Submitted{Op: op, Created: true, Attempt: attempt}, nil
 }
 

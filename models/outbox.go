@@ -123,6 +123,9 @@ func (l *Ledger) enqueue(tx *gorm.DB, now time.Time, op *Operation, n notice, su
 	if err := currentReview(tx, op); err != nil {
 		return err
 	}
+	if err := attachPolicy(tx, op); err != nil {
+		return err
+	}
 	body, err := l.payload(now, op, n)
 	if err != nil {
 		return err

@@ -421,3 +421,44 @@ func (l *Ledger) PrincipalScopes(ctx context.Context, tenant, budget, principalI
 	}
 	return out, nil
 }
+
+// TenantScopeUsage is what is counted against one scope value of one tenant's budget.
+type TenantScopeUsage struct {
+	Tenant string
+	Scope  string
+	Used   int64
+}
+
+// BudgetHighest lists the scope values of budget, in every tenant, with the most counted since,
+// highest first, n at most: for the usage gauge.
+func (l *Ledger) BudgetHighest(ctx context.Context, budget string, since time.Time, n int) ([]TenantScopeUsage, error) {
+	var out []TenantScopeUsage
+	err := l.scope(ctx).Raw("SELECT c.tenant AS tenant, c.scope AS scope, SUM(c.amount) AS used FROM budget_charges c "+
+		"JOIN operations o ON o.id = c.operation_id WHERE c.budget = ? AND c.created_at >= ? AND o.state IN ? "+
+		"GROUP BY c.tenant, c.scope ORDER BY used DESC LIMIT ?", budget, since, countingStates, n).Scan(&out).Error
+	if err != nil {
+		return nil, unavailable("read budget usage", err)
+	}
+	return out, nil
+}
+
+// attachPolicy reads, in tx, what the policies decided of op into op.Policy, unless it is known:
+// a payload shows the operation object as the API answers it.
+func attachPolicy(tx *gorm.DB, op *Operation) error {
+	if op.Policy != nil {
+		return nil
+	}
+	var rows []operationPolicy
+	if err := tx.Where("operation_id = ?", op.ID).Limit(1).Find(&rows).Error; err != nil {
+		return fmt.Errorf("ledger: policy of %s: %w", op.ID, err)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	var p PolicyDecision
+	if err := json.Unmarshal([]byte(rows[0].Decision), &p); err != nil {
+		return fmt.Errorf("ledger: policy of %s: %w", op.ID, err)
+	}
+	op.Policy = &p
+	return nil
+}

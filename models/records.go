@@ -102,6 +102,10 @@ type Operation struct {
 
 	// Review is the operation's current review, loaded with it when ReviewID is set.
 	Review *Review `gorm:"-"`
+	// Policy is what the policies and budgets decided when it was recorded (docs/POLICY.md),
+	// when known: set by Submit, and read for the webhook and email payloads (attachPolicy);
+	// nil otherwise, and for operations no policy applied to.
+	Policy *PolicyDecision `gorm:"-"`
 }
 
 // operationColumns are the columns of operations in the order Operation.columns lists their

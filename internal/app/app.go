@@ -95,6 +95,8 @@ type Jobs struct {
 	// SecretRefs is what the operator set aside for PagerDuty routing key references
 	// (models.SecretRefPolicyFromEnv); the zero value reads none.
 	SecretRefs models.SecretRefPolicy
+	// BudgetsEvery is how often the budgets' usage gauge is read (default 15 s).
+	BudgetsEvery time.Duration
 	// Mail, when set, emails reviewers (serve and worker --smtp-url): the ledger writes the
 	// emails and this mailer sends them. Ledger, Worker, Now and Log are filled in.
 	Mail *jobs.MailerConfig
@@ -270,8 +272,18 @@ func (a *App) Run(ctx context.Context) {
 		run(func(ctx context.Context) { a.Ledger.Listen(ctx, a.cfg.ListenDSN, a.log) })
 	}
 	run(func(ctx context.Context) { a.Ledger.KeepRepeats(ctx, repeatsEvery, settledRepeatsEvery, a.log) })
+	run(func(ctx context.Context) {
+		every := j.BudgetsEvery
+		if every <= 0 {
+			every = budgetsEvery
+		}
+		jobs.WatchBudgets(ctx, a.Ledger, a.Catalog.Rules(), a.Metrics, every, a.log)
+	})
 	wg.Wait()
 }
+
+// budgetsEvery is how often the budgets' usage gauge is read again.
+const budgetsEvery = 15 * time.Second
 
 // repeatsEvery is how often the counts of repeated requests of operations not yet settled are
 // written (models.Repeats): a reviewer deciding one sees an agent's retries on its page within

@@ -199,7 +199,7 @@ func StartWith(t testing.TB, d models.Dialect, opts Options) *Gateway {
 		servers.Close()
 		t.Fatalf("gatewaytest: catalogue: %v", err)
 	}
-	jobsCfg := app.Jobs{Dispatch: true, Poll: 20 * time.Millisecond, Concurrency: 16}
+	jobsCfg := app.Jobs{Dispatch: true, Poll: 20 * time.Millisecond, Concurrency: 16, BudgetsEvery: 50 * time.Millisecond}
 	if opts.Recovery {
 		jobsCfg.Recovery = &jobs.RecoveryConfig{ReapEvery: 50 * time.Millisecond, ReconcileEvery: 20 * time.Millisecond,
 			EscalateEvery: 50 * time.Millisecond, RetainEvery: 100 * time.Millisecond}

@@ -27,6 +27,7 @@ type Metrics struct {
 	reconciles   *prometheus.CounterVec
 	waits        *prometheus.CounterVec
 	policy       *prometheus.CounterVec
+	budgetUsage  *prometheus.GaugeVec
 	downstream   *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -51,6 +52,9 @@ func New(tools []string, log *slog.Logger) *Metrics {
 	m.reconciles = f.counter("idemgate_reconciliations_total", "Reconcile probes by outcome.", "tool", "outcome")
 	m.waits = f.counter("idemgate_waits_total", "Waits of requests for an operation's outcome, by what ended them: notified, polled, deadline or cancelled.", "ended_by")
 	m.policy = f.counter("idemgate_policy_decisions_total", "Decisions of the tools file's policies on new calls, by the rule that decided (none: no rule matched) and the decision.", "rule", "decision")
+	m.budgetUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "idemgate_budget_usage_ratio",
+		Help: "Each budget's highest scope value's usage over its limit (1 is the limit; past it, calls wait for a person)."}, []string{"budget"})
+	reg.MustRegister(m.budgetUsage)
 	m.downstream = f.histogram("idemgate_downstream_duration_seconds", "Latency of downstream attempts.", "tool", "class")
 	m.httpRequests = f.counter("idemgate_http_requests_total", "HTTP requests served, by route and status code.", "method", "route", "code")
 	m.httpDuration = f.histogram("idemgate_http_request_duration_seconds", "Time to answer HTTP requests, by route.", "method", "route")
@@ -130,6 +134,11 @@ func (m *Metrics) PolicyDecided(rule, decision string) {
 		rule = "none"
 	}
 	m.policy.WithLabelValues(rule, decision).Inc()
+}
+
+// BudgetUsage sets a budget's highest usage ratio. Budget names come from the tools file.
+func (m *Metrics) BudgetUsage(budget string, ratio float64) {
+	m.budgetUsage.WithLabelValues(budget).Set(ratio)
 }
 
 // HTTP records one served request. route is the matched route pattern, never the raw path.
