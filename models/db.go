@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type Options struct {
 	// WrapSQLite, when set, wraps both of SQLite's connection pools, the writer's and the
 	// readers' (tests count round trips with it: SQLite's driver has no tracer).
 	WrapSQLite func(gorm.ConnPool) gorm.ConnPool
+	// Dial, when set, makes the connections to PostgreSQL in place of the ledger's own dialer
+	// (and without its keepalive settings): tests dial from a network namespace with it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // OpenWith is Open with options.
@@ -63,7 +67,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*gorm.DB, Dialect,
 		TranslateError:         true,
 	}
 	if IsPostgresURL(dsn) {
-		sqlDB, err := openPostgres(dsn, opts.QueryTracer)
+		sqlDB, err := openPostgres(dsn, opts.QueryTracer, opts.Dial)
 		if err != nil {
 			return nil, "", err
 		}

@@ -155,11 +155,14 @@ func (f *writerFence) reset(_ context.Context, c *pgx.Conn) error {
 }
 
 // openPostgres returns the pool of connections to dsn, fenced.
-func openPostgres(dsn string, tracer pgx.QueryTracer) (*sql.DB, error) {
+func openPostgres(dsn string, tracer pgx.QueryTracer, dial pgconn.DialFunc) (*sql.DB, error) {
 	fence := &writerFence{}
 	cfg, err := pgConfig(dsn, "", fence)
 	if err != nil {
 		return nil, err
+	}
+	if dial != nil {
+		cfg.DialFunc = dial
 	}
 	cfg.Tracer = tracer
 	opts := []stdlib.OptionOpenDB{stdlib.OptionResetSession(fence.reset)}

@@ -58,7 +58,11 @@ func newLink(t *testing.T) *link {
 		nearIP: fmt.Sprintf("10.48.%d.1", b[0]), farIP: fmt.Sprintf("10.48.%d.2", b[0])}
 	for _, ns := range []string{l.near, l.far} {
 		sh(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		t.Cleanup(func() {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				t.Logf("ip netns del %s: %v %s", ns, err, out)
+			}
+		})
 		sh(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
 	// Both ends are made inside their namespaces: nothing appears in the host's.

@@ -27,6 +27,9 @@ type Postgres struct {
 	data   string
 	log    string
 	runAs  *user.User // set when running as root: PostgreSQL refuses to run as root
+	// netns and host, when set (NewPostgresIn), run the server in that network namespace,
+	// listening on host instead of 127.0.0.1.
+	netns, host string
 }
 
 // postgresTools are the server programs the tests run, all from one installation.
@@ -73,6 +76,18 @@ func versionOf(path string) int {
 // the test ends.
 func NewPostgres(t testing.TB) (*Postgres, error) {
 	t.Helper()
+	return newPostgres(t, "", "")
+}
+
+// NewPostgresIn is NewPostgres with the server in network namespace netns, listening on host
+// (an address of that namespace): the network between it and its clients can then be faulted.
+func NewPostgresIn(t testing.TB, netns, host string) (*Postgres, error) {
+	t.Helper()
+	return newPostgres(t, netns, host)
+}
+
+func newPostgres(t testing.TB, netns, host string) (*Postgres, error) {
+	t.Helper()
 	bindir, err := postgresBinDir()
 	if err != nil {
 		return nil, err
@@ -92,9 +107,24 @@ func NewPostgres(t testing.TB) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
+	pg.netns, pg.host = netns, host
 	if out, err := pg.run(filepath.Join(bindir, "initdb"), "-D", pg.data, "-A", "trust", "-U", "postgres",
 		"-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	if host != "" {
+		// Its clients come from the other end of the namespace's link, not from loopback.
+		hba, err := os.OpenFile(filepath.Join(pg.data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		_, err = fmt.Fprintf(hba, "host all all %s/16 trust\n", host)
+		if cerr := hba.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := pg.startOnFreePort(); err != nil {
 		return nil, err
@@ -136,7 +166,7 @@ func (pg *Postgres) startOnFreePort() error {
 		}
 		pg.Port = port
 		if lastErr = pg.Start(); lastErr == nil {
-			pg.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.Port)
+			pg.DSN = fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=disable", pg.listen(), pg.Port)
 			return nil
 		}
 	}
@@ -148,8 +178,8 @@ func (pg *Postgres) Start() error {
 	// fsync=off only risks data if the operating system crashes; an immediate stop (a crash of
 	// the server processes) loses nothing. synchronous_commit stays on: with it off, an
 	// immediate stop would lose acknowledged commits, and the gateway with them.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "+
-		"-c max_connections=200", pg.Port, pg.dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off -c full_page_writes=off "+
+		"-c max_connections=200", pg.Port, pg.dir, pg.listen())
 	if err := pg.ctl("start", "-w", "-t", "60", "-o", opts, "-l", pg.log); err != nil {
 		return fmt.Errorf("pg_ctl start on port %d: %w\n%s", pg.Port, err, pg.Log())
 	}
@@ -174,13 +204,23 @@ func (pg *Postgres) ctl(args ...string) error {
 	return nil
 }
 
-func (pg *Postgres) run(name string, args ...string) (string, error) {
-	var cmd *exec.Cmd
-	if pg.runAs != nil {
-		cmd = exec.Command("runuser", append([]string{"-u", pg.runAs.Username, "--", name}, args...)...)
-	} else {
-		cmd = exec.Command(name, args...)
+// listen is the address the server listens on.
+func (pg *Postgres) listen() string {
+	if pg.host != "" {
+		return pg.host
 	}
+	return "127.0.0.1"
+}
+
+func (pg *Postgres) run(name string, args ...string) (string, error) {
+	argv := append([]string{name}, args...)
+	if pg.runAs != nil {
+		argv = append([]string{"runuser", "-u", pg.runAs.Username, "--"}, argv...)
+	}
+	if pg.netns != "" {
+		argv = append([]string{"ip", "netns", "exec", pg.netns}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = pg.dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
