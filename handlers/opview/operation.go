@@ -66,6 +66,16 @@ var jsonNull = json.RawMessage("null")
 // params are withheld entirely (null) rather than risk showing a secret; params that cannot
 // be parsed are withheld for the same reason.
 func Render(cat *catalog.Catalog, op *models.Operation) Operation {
+	return render(cat, op, (*catalog.Tool).MaskCanonical)
+}
+
+// RenderForPeople is Render for a person: the console and exports, where a sensitive param
+// shows the safe form its tool declares ("•••• 4242", docs/TOOLS.md) instead of "***".
+func RenderForPeople(cat *catalog.Catalog, op *models.Operation) Operation {
+	return render(cat, op, (*catalog.Tool).RevealCanonical)
+}
+
+func render(cat *catalog.Catalog, op *models.Operation, mask func(*catalog.Tool, []byte) ([]byte, error)) Operation {
 	out := Operation{
 		ID: op.ID, Key: op.Key, Tool: op.Tool, State: op.State, Fingerprint: op.Fingerprint,
 		Params: jsonNull, Result: jsonNull, DownstreamRef: op.DownstreamRef, DownstreamKey: op.DownstreamKeySent(), Attempts: op.Attempts,
@@ -75,7 +85,7 @@ func Render(cat *catalog.Catalog, op *models.Operation) Operation {
 	}
 	if op.Params != nil {
 		if tool, ok := cat.Get(op.Tool); ok {
-			if masked, err := tool.MaskCanonical([]byte(*op.Params)); err == nil {
+			if masked, err := mask(tool, []byte(*op.Params)); err == nil {
 				out.Params = masked
 			}
 		}
