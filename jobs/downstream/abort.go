@@ -67,8 +67,11 @@ func (g *guardedConn) hold(a *Attempt) {
 // request's context with WithAttempt.
 type Attempt struct {
 	timeout time.Duration
-	mu      sync.Mutex
-	conns   []*guardedConn
+	// deadline is when the call gives up (zero: none known): a connection attempt made for it
+	// ends then too (hostgate.go), since Go's transport lets dials outlive their requests.
+	deadline time.Time
+	mu       sync.Mutex
+	conns    []*guardedConn
 }
 
 type attemptKey struct{}
@@ -78,6 +81,11 @@ type attemptKey struct{}
 // returned context register the connections they use; Abort resets those still held.
 func WithAttempt(ctx context.Context, timeout time.Duration) (context.Context, *Attempt) {
 	a := &Attempt{timeout: timeout}
+	if d, ok := ctx.Deadline(); ok {
+		a.deadline = d
+	} else if timeout > 0 {
+		a.deadline = time.Now().Add(timeout)
+	}
 	return context.WithValue(ctx, attemptKey{}, a), a
 }
 

@@ -26,7 +26,7 @@ const (
 	dialsPerHost = 4
 	failsToOpen  = 3
 	firstHold    = 500 * time.Millisecond
-	maxHold      = 30 * time.Second
+	maxHold      = 5 * time.Second
 	// dialTimeout bounds a connection attempt, and the wait for its turn.
 	dialTimeout = 30 * time.Second
 )
@@ -74,8 +74,16 @@ func (gs *hostGates) gate(addr string) *hostGate {
 	return g
 }
 
-// dial runs dial to addr through addr's gate.
+// dial runs dial to addr through addr's gate. Go's transport detaches a dial from the request
+// that asked for it (so that a later request may use the connection); here the wait for a turn
+// and the connection attempt end when that request's call gives up, so a host that does not
+// answer leaves no pile of pending dials behind its callers.
 func (gs *hostGates) dial(ctx context.Context, network, addr string, dial func(context.Context, string, string) (net.Conn, error)) (net.Conn, error) {
+	if a := attemptFrom(ctx); a != nil && !a.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, a.deadline)
+		defer cancel()
+	}
 	g := gs.gate(addr)
 	if err := g.open(addr, gs.now()); err != nil {
 		return nil, err

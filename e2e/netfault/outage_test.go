@@ -1,0 +1,102 @@
+package netfault_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/gatewaytest"
+	"github.com/idemgate/idemgate/jobs/catalog"
+	"github.com/idemgate/idemgate/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDownstreamOutageBurnsNoKeys (issue 48 item 3): the refunds service's link is cut both
+// ways (connection attempts time out rather than being refused) for 20 s
+// (IDEMGATE_NETFAULT_OUTAGE_SECONDS) while agents submit new keys, with max_attempts 2. No
+// operation ends FAILED_FINAL: nothing was sent, and those attempts count against
+// retry.unsent_for (10m), not max_attempts; the circuit breaker holds them PENDING and bounds
+// the connection attempts in flight. Once the link is back every operation runs, once.
+func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
+	requireNetAdmin(t)
+	seconds := 20
+	if v := os.Getenv("IDEMGATE_NETFAULT_OUTAGE_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "IDEMGATE_NETFAULT_OUTAGE_SECONDS")
+		seconds = n
+	}
+	l := newLink(t)
+	ln := listenIn(t, l.far, l.farIP+":8080")
+	down := &refunds{byRef: map[string]int{}}
+	srv := &http.Server{Handler: down, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	tools := strings.ReplaceAll(strings.Replace(lossyTools, "max_attempts: 3", "max_attempts: 2", 1), "{{DOWN}}", l.farIP+":8080")
+	g := gatewaytest.StartWith(t, models.Postgres, gatewaytest.Options{Recovery: true, DownstreamDial: dialFrom(l.near),
+		Catalog: func(string) (*catalog.Catalog, error) { return catalog.Load([]byte(tools)) }})
+
+	require.NoError(t, l.blackhole())
+	healed := false
+	defer func() {
+		if !healed {
+			_ = l.unblackhole()
+		}
+	}()
+	goroutinesBefore := runtime.NumGoroutine()
+	ctx, stop := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
+	defer stop()
+	var ids sync.Map
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				key := fmt.Sprintf("agent-%d:refund-%d", w, i)
+				r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), map[string]string{"Prefer": "wait=0"})
+				if assert.Equal(t, http.StatusAccepted, r.Status, "held PENDING, answered 202: %s", r.Body) {
+					ids.Store(key, r.JSON(t)["id"].(string))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	goroutinesDuring := runtime.NumGoroutine()
+	var all []string
+	ids.Range(func(_, v any) bool { all = append(all, v.(string)); return true })
+	require.NotEmpty(t, all)
+	attemptsDuring := 0
+	for _, id := range all {
+		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
+		require.NoError(t, err)
+		attemptsDuring += op.Attempts
+		assert.NotEqual(t, models.StateFailedFinal, op.State, "%s ended FAILED_FINAL though nothing was sent", op.Key)
+	}
+
+	require.NoError(t, l.unblackhole())
+	healed = true
+	healedAt := time.Now()
+	gatewaytest.Eventually(t, 2*time.Minute, "every operation ran once the link was back", func() bool {
+		for _, id := range all {
+			op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
+			if err != nil || op.State != models.StateSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range all {
+		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
+		require.NoError(t, err)
+		assert.Equal(t, 1, down.effects(op.DownstreamKeySent()), "%s paid once", op.Key)
+	}
+	t.Logf("%d s outage: %d operations held PENDING with %d attempts (none FAILED_FINAL); goroutines %d before, %d at the end of the outage; all SUCCEEDED, paid once, %s after the link came back",
+		seconds, len(all), attemptsDuring, goroutinesBefore, goroutinesDuring, time.Since(healedAt).Round(100*time.Millisecond))
+}
