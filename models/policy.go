@@ -462,3 +462,17 @@ func attachPolicy(tx *gorm.DB, op *Operation) error {
 	op.Policy = &p
 	return nil
 }
+
+// PolicyActivity counts, within scope s since a time, the operations a policy or budget held for
+// a person when they were recorded, and the calls a policy refused (their audit entries).
+func (l *Ledger) PolicyActivity(ctx context.Context, s Scope, since time.Time) (held, denied int64, err error) {
+	q := s.apply(l.scope(ctx).Model(&operationPolicy{}), "tenant").Where("created_at >= ? AND decision LIKE ?", since, `%"decision":"require_approval"%`)
+	if err := q.Count(&held).Error; err != nil {
+		return 0, 0, unavailable("count policy holds", err)
+	}
+	q = s.apply(l.scope(ctx).Model(&AuditEntry{}), "tenant").Where("at >= ? AND action = ?", since, AuditPolicyDenied)
+	if err := q.Count(&denied).Error; err != nil {
+		return 0, 0, unavailable("count policy refusals", err)
+	}
+	return held, denied, nil
+}

@@ -105,6 +105,8 @@ func routes(e *echo.Echo, cfg Config, refusals *handlers.RefusalBudget) {
 	e.POST("/admin/keys/:id/revoke", con.RevokeAPIKey, admin...)
 	e.POST("/admin/users", con.CreateUser, admin...)
 	e.POST("/admin/users/:id/:change", con.ChangeUser, admin...)
+	e.GET("/admin/budgets", con.Budgets, admin...)
+	e.POST("/admin/budgets", con.SetBudget, admin...)
 	e.GET("/admin/webhooks", con.Webhooks, admin...)
 	e.POST("/admin/webhooks", con.CreateWebhook, admin...)
 	e.POST("/admin/webhooks/:id/delete", con.DeleteWebhook, admin...)

@@ -81,6 +81,9 @@ type Options struct {
 	// operations made runnable (a retry, an approval) are really sent, and the clock follows
 	// the wall clock.
 	Downstream bool
+	// Policies, when set, is a policies and budgets block (YAML, docs/POLICY.md) added to the
+	// catalogue.
+	Policies string
 	// MCPServers, when set, is an mcp_servers block (YAML, docs/MCP.md) added to the catalogue:
 	// its servers are started for the test and their tools listed.
 	MCPServers string
@@ -156,7 +159,7 @@ func Start(t testing.TB, d models.Dialect, opts Options) *Console {
 	}
 	servers := mcpclient.New(mcpclient.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(servers.Close) // after the gateway's own clean-up, which was registered later
-	cat, err := catalog.LoadWith([]byte(strings.ReplaceAll(gatewaytest.Tools+ExtraTools, "{{SANDBOX}}", downstream)+opts.MCPServers),
+	cat, err := catalog.LoadWith([]byte(strings.ReplaceAll(gatewaytest.Tools+ExtraTools, "{{SANDBOX}}", downstream)+opts.MCPServers+opts.Policies),
 		catalog.Options{MCP: servers})
 	if err != nil {
 		t.Fatalf("consoletest: catalogue: %v", err)
