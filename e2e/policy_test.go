@@ -297,3 +297,18 @@ func TestBudgetGivesBackFailedOperations(t *testing.T) {
 		assert.Equal(t, int(succeeded), g.Sandbox.Committed("refunds"))
 	})
 }
+
+// An export carries each operation's policy member as the API answers it.
+func TestExportCarriesThePolicy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		g := gatewaytest.StartWith(t, d, gatewaytest.Options{Tools: policyTools})
+		r := g.Submit(t, "big", "refunds.issue", refund("o-1", 60000), nil)
+		require.Equal(t, http.StatusAccepted, r.Status)
+		batch, err := g.Ledger.ExportBatch(t.Context(), models.AllTenants(), models.ExportFilter{}, "", 10)
+		require.NoError(t, err)
+		require.Len(t, batch, 1)
+		require.NotNil(t, batch[0].Op.Policy)
+		assert.Equal(t, "big-refunds-need-a-person", batch[0].Op.Policy.Rule)
+		assert.Equal(t, models.PolicyRequireApproval, batch[0].Op.Policy.Decision)
+	})
+}

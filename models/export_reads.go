@@ -50,6 +50,9 @@ func (l *Ledger) ExportBatch(ctx context.Context, s Scope, f ExportFilter, after
 		if err := attachReviews(tx, ops); err != nil {
 			return err
 		}
+		if err := attachPolicies(tx, ops); err != nil {
+			return err
+		}
 		var err error
 		out, err = attachTimelines(tx, ops)
 		return err

@@ -476,3 +476,25 @@ func (l *Ledger) PolicyActivity(ctx context.Context, s Scope, since time.Time) (
 	}
 	return held, denied, nil
 }
+
+// attachPolicies reads what the policies decided of each of ops, with one IN query: an exported
+// operation reads as the API answers it.
+func attachPolicies(tx *gorm.DB, ops []*Operation) error {
+	ids := make([]string, len(ops))
+	byID := make(map[string]*Operation, len(ops))
+	for i, op := range ops {
+		ids[i], byID[op.ID] = op.ID, op
+	}
+	var rows []operationPolicy
+	if err := tx.Where("operation_id IN ?", ids).Find(&rows).Error; err != nil {
+		return fmt.Errorf("ledger: policies: %w", err)
+	}
+	for _, r := range rows {
+		var p PolicyDecision
+		if err := json.Unmarshal([]byte(r.Decision), &p); err != nil {
+			return fmt.Errorf("ledger: policy of %s: %w", r.OperationID, err)
+		}
+		byID[r.OperationID].Policy = &p
+	}
+	return nil
+}
