@@ -33,6 +33,7 @@ policies:
     tools: [refunds.issue]
     when: params.amount_cents > 50000
     decision: require_approval
+    approvals: 2
     reason: Refunds over 500.00 need a second pair of eyes.
 budgets:
   - name: refunds-per-agent-per-day
@@ -72,6 +73,11 @@ func TestPolicyDecisions(t *testing.T) {
 		require.NotNil(t, policy)
 		assert.Equal(t, "big-refunds-need-a-person", policy.Rule)
 		assert.Equal(t, models.PolicyRequireApproval, policy.Decision)
+		assert.Equal(t, 2, policy.Approvals, "the rule's own count of reviewers")
+		rec, err := g.Ledger.OperationRecord(t.Context(), models.AllTenants(), op["id"].(string))
+		require.NoError(t, err)
+		require.NotNil(t, rec.Op.Policy, "the console's record carries the decision, for its count of approvals")
+		assert.Equal(t, 2, rec.Op.Policy.Approvals)
 		events, err := g.Ledger.Events(t.Context(), "acme", op["id"].(string))
 		require.NoError(t, err)
 		var types []string

@@ -32,9 +32,13 @@ type refusedAction struct {
 func mayAct(v *Viewer) bool { return v.Role == models.RoleReviewer || v.Role == models.RoleAdmin }
 
 // requiredApprovals is how many distinct reviewers must approve op: the tool's review.approvals,
-// and at least one for a compensation whatever its tool says.
+// or the count of the policy rule that held it (its `approvals`, when the ledger attached the
+// decision), and at least one for a compensation whatever its tool says.
 func requiredApprovals(op *models.Operation, tool *catalog.Tool) int {
 	n := tool.Review.Approvals
+	if op.Policy != nil && op.Policy.Decision == models.PolicyRequireApproval && op.Policy.Approvals > 0 {
+		n = op.Policy.Approvals
+	}
 	if op.Compensates != nil {
 		n = max(n, 1)
 	}

@@ -45,7 +45,7 @@ func (e *Executor) policyFor(ctx context.Context, req SubmitRequest) (*models.Po
 		}
 		return nil, models.DenyByPolicy(o.Rule, o.Reason)
 	}
-	p := &models.PolicyDecision{Rule: o.Rule, Decision: string(o.Decision), Reason: o.Reason}
+	p := &models.PolicyDecision{Rule: o.Rule, Decision: string(o.Decision), Reason: o.Reason, Approvals: o.Approvals}
 	for _, c := range o.Charges {
 		p.Budgets = append(p.Budgets, models.BudgetUse{Name: c.Budget, Scope: c.Scope, Amount: c.Amount, Limit: c.Limit,
 			Since: c.Since(now), Over: string(c.Over),

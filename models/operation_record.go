@@ -34,6 +34,9 @@ func (l *Ledger) OperationRecord(ctx context.Context, s Scope, id string) (*Oper
 	if err := l.loadReviews(ctx, []*Operation{&op}); err != nil {
 		return nil, err
 	}
+	if err := attachPolicy(db, &op); err != nil { // a rule's own count of approvals
+		return nil, unavailable("policy of "+id, err)
+	}
 	if err := db.Where("operation_id = ?", id).Order("id").Find(&rec.Events).Error; err != nil {
 		return nil, unavailable(fmt.Sprintf("events of %s", id), err)
 	}

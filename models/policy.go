@@ -53,6 +53,9 @@ type PolicyDecision struct {
 	Decision string      `json:"decision"`
 	Reason   string      `json:"reason"`
 	Budgets  []BudgetUse `json:"budgets"`
+	// Approvals is the rule's own count of distinct reviewers for require_approval (its
+	// `approvals`), replacing the tool's review.approvals; 0 for the tool's.
+	Approvals int `json:"approvals,omitempty"`
 }
 
 // BudgetUse is one budget charged for an operation: its amount against its scope value, what

@@ -79,6 +79,7 @@ func schemas() obj {
 				"rule", o("type", "string", "description", "The rule that decided; \"\" when only budgets applied."),
 				"decision", o("type", "string", "enum", list("allow", "require_approval", "deny")),
 				"reason", o("type", "string"),
+				"approvals", o("type", "integer", "minimum", 1, "description", "The rule's own count of distinct reviewers, when it gives one."),
 				"budgets", o("type", list("array", "null"), "items", o("type", "object", "additionalProperties", false,
 					"required", list("name", "scope", "amount", "used", "limit", "decision"),
 					"properties", o("name", o("type", "string"), "scope", o("type", "string"), "amount", o("type", "integer"),
