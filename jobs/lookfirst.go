@@ -29,7 +29,7 @@ func (e *Executor) lookFirst(ctx context.Context, tool *catalog.Tool, c models.C
 		e.meter.Probe(tool.Name, ProbeFound)
 		e.meter.Attempt(tool.Name, string(Succeeded), resp.Latency)
 		return models.AttemptOutcome{Class: string(Succeeded), DownstreamStatus: resp.Status, Latency: resp.Latency,
-			TraceID: traceID, To: models.StateSucceeded, Result: result, DownstreamRef: reference(result, tool.HTTP.ResultReference),
+			TraceID: traceID, To: models.StateSucceeded, Result: result, DownstreamRef: foundReference(tool, result),
 			Note: "nothing sent: the look-up by downstream key found this operation's effect already made; it is the result"}, true
 	}
 	e.meter.Probe(tool.Name, ProbeError)

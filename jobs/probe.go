@@ -94,6 +94,28 @@ func (e *Executor) lookUp(ctx context.Context, tool *catalog.Tool, op *models.Op
 	return scrubbed(cd.secrets, resp), failed, traceID, nil
 }
 
+// foundReference is the downstream's reference of what a look-up found: at the tool's
+// result_reference in the result, or, when the tool's reconcile.found points at a single value
+// (a search answering {"data":[{"id":…}]} with found /data/0/id), that value itself.
+func foundReference(tool *catalog.Tool, result []byte) string {
+	if ref := reference(result, tool.HTTP.ResultReference); ref != "" || tool.Reconcile == nil || tool.Reconcile.Found == "" {
+		return ref
+	}
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	var v any
+	if result == nil || dec.Decode(&v) != nil {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}
+
 // foundIn reads a reconcile answer: whether it is a 2xx that found the effect (with a value
 // at reconcile.found, when the tool names one), and the result it shows. missing says it is
 // a 2xx without that value.

@@ -228,7 +228,7 @@ func (r *Recovery) ask(ctx context.Context, tool *catalog.Tool, op *models.Opera
 	switch d.To {
 	case models.StateSucceeded:
 		out.Result = result
-		out.DownstreamRef = reference(out.Result, tool.HTTP.ResultReference)
+		out.DownstreamRef = foundReference(tool, out.Result)
 	case models.StateFailedFinal:
 		out.ErrorMessage = "reconciled: the downstream has no record of the operation, and no attempts remain"
 	}
