@@ -26,6 +26,8 @@ type actionRequest struct {
 	models.Action
 	Rec   *models.OperationRecord
 	Input views.ActionInput
+	// Confirmed is the form's required confirmation, ticked (an approval of a look-alike).
+	Confirmed bool
 }
 
 // actionDone is how a successful action is reported: Message in a notice on Redirect (default:
@@ -109,6 +111,9 @@ func (h *Console) approve(ctx context.Context, r actionRequest) (actionDone, err
 		return actionDone{}, &models.Error{Code: models.CodeInvalid,
 			Message: "the tool " + r.Rec.Op.Tool + " is no longer in the catalogue, so it cannot be approved; reject it instead"}
 	}
+	if err := h.checkLookAlikeConfirmed(ctx, r, r.Confirmed); err != nil {
+		return actionDone{}, err
+	}
 	res, err := h.Ledger.Approve(ctx, r.Action, requiredApprovals(r.Rec.Op, tool), tool.Review.ApprovalTTL)
 	if err != nil {
 		return actionDone{}, err
@@ -158,6 +163,7 @@ func (h *Console) act(c echo.Context, name string, do actionFunc) error {
 	ctx := c.Request().Context()
 	r := actionRequest{Rec: rec, Input: views.ActionInput{Reason: c.FormValue("reason"), Reference: c.FormValue("reference"),
 		Result: c.FormValue("result")}}
+	r.Confirmed = c.FormValue("confirmed") == "1"
 	attempts, attemptsErr := strconv.Atoi(c.FormValue("expected_attempts"))
 	r.Action = models.Action{Scope: v.Scope, Tenant: rec.Op.Tenant, OperationID: rec.Op.ID, Actor: v.Actor(), UserID: v.ID, Reason: r.Input.Reason,
 		ExpectedState: models.State(c.FormValue("expected_state")), ExpectedAttempts: attempts, RequestID: RequestID(c)}

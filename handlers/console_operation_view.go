@@ -104,11 +104,16 @@ func deref0(p *int) int {
 
 // lookAlikesBox shows op's look-alikes; nil when it has none. They are urgent while a person
 // decides op: an approver is the last defence against an agent that minted a second key.
-func lookAlikesBox(op *models.Operation, alikes []models.LookAlike, more bool, now time.Time) *views.LookAlikes {
+func lookAlikesBox(op *models.Operation, alikes []models.LookAlike, more bool, rule models.LookAlikeRule, now time.Time) *views.LookAlikes {
 	if len(alikes) == 0 {
 		return nil
 	}
-	box := &views.LookAlikes{More: more, Urgent: op.State == models.StateAwaitingApproval || op.State == models.StateUnknown}
+	window := rule.Window
+	if window <= 0 {
+		window = models.LookAlikeWindow
+	}
+	box := &views.LookAlikes{More: more, Urgent: op.State == models.StateAwaitingApproval || op.State == models.StateUnknown,
+		Equal: equalFields(rule), Window: spanText(window), First: firstOf(op, alikes)}
 	for _, a := range alikes {
 		names := make([]string, len(a.ApprovedBy))
 		for i, p := range a.ApprovedBy {

@@ -261,11 +261,11 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 		return err
 	}
 	p.Timeline = withRequests(p.Timeline, repeats, rec.Audit)
-	alikes, more, err := h.Ledger.LookAlikes(c.Request().Context(), v.Scope, rec.Op)
+	alikes, more, err := h.lookAlikesOf(c.Request().Context(), v.Scope, rec.Op)
 	if err != nil {
 		return err
 	}
-	p.LookAlikes = lookAlikesBox(rec.Op, alikes, more, now)
+	p.LookAlikes = lookAlikesBox(rec.Op, alikes, more, lookAlikeRule(h.Catalog, rec.Op.Tool), now)
 	p.Page = h.page(c, v, rec.Op.Key, views.NavOperations)
 	p.Page.Scripts = []string{"console.js"}
 	p.Notice = notice
@@ -273,6 +273,11 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	p.LiveVersion, p.LiveSrc = rec.Version(), OperationHref(rec.Op.ID)+"/version"
 	p.Claim = h.claimBox(v, rec, now)
 	panel := h.actionPanel(v, rec, now, refused)
+	for i := range panel.Forms {
+		if panel.Forms[i].Name == models.ActionApprove && len(alikes) > 0 {
+			panel.Forms[i].Confirm = lookAlikeConfirm(len(alikes))
+		}
+	}
 	if panel.Approvals != nil {
 		p.Timeline = quotedAbove(p.Timeline)
 	}

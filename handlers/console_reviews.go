@@ -170,9 +170,10 @@ func (h *Console) reviewList(c echo.Context, v *Viewer, f models.ReviewFilter, o
 	}
 	probes := make([]*models.Operation, len(items))
 	for i, it := range items {
-		probes[i] = &models.Operation{ID: it.OperationID, Tenant: it.Tenant, Fingerprint: it.Fingerprint, CreatedAt: it.OpCreatedAt}
+		probes[i] = &models.Operation{ID: it.OperationID, Tenant: it.Tenant, Tool: it.Tool, Fingerprint: it.Fingerprint, CreatedAt: it.OpCreatedAt}
 	}
-	alike, err := h.Ledger.HasLookAlikes(c.Request().Context(), v.Scope, probes)
+	alike, err := h.Ledger.HasLookAlikesBy(c.Request().Context(), v.Scope, probes,
+		func(tool string) models.LookAlikeRule { return lookAlikeRule(h.Catalog, tool) })
 	if err != nil {
 		return views.ReviewList{}, err
 	}

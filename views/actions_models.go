@@ -73,6 +73,9 @@ type ActionForm struct {
 	// ReasonOptional marks an action that changes nothing by itself (ask the downstream now):
 	// its reason may be left out.
 	ReasonOptional bool
+	// Confirm, when set, is the label of a checkbox the form requires (confirmed=1), such as
+	// approving an operation that looks like another: the server refuses it unticked.
+	Confirm string
 	// Open shows the form unfolded: after a refusal, with what was typed and Error.
 	Open  bool
 	Input ActionInput

@@ -282,6 +282,11 @@ type LookAlikes struct {
 	Urgent bool
 	Rows   []LookAlikeRow
 	More   bool
+	// Equal says which params are equal ("card_number, amount_cents and currency", or "every
+	// param"), Window within what time ("a day"), and First which operation came first.
+	Equal  string
+	Window string
+	First  string
 }
 
 // LookAlikeRow is one look-alike: a link to it, its key and state, when it was made, and who

@@ -128,7 +128,7 @@ const ExtraTools = `
     http:
       url: "{{SANDBOX}}/refunds"
       timeout: 1s
-    review: {require_approval: true, approvals: 1, approval_ttl: 24h}
+    review: {require_approval: true, approvals: 1, approval_ttl: 24h, lookalike_on: [card_number, amount_cents, currency]}
 `
 
 // Console is a running console under test.

@@ -133,7 +133,15 @@ type ReviewPolicy struct {
 	Approvals       int
 	ApprovalTTL     time.Duration
 	EscalateAfter   time.Duration
+	// LookalikeOn are the params (JSON pointers) whose equality makes two operations of the
+	// tool look alike (docs/CONSOLE.md); nil: every param, the fingerprint.
+	LookalikeOn []string
+	// LookalikeWindow is how far before and after an operation its look-alikes are looked for.
+	LookalikeWindow time.Duration
 }
+
+// DefaultLookalikeWindow is review.lookalike_window's default.
+const DefaultLookalikeWindow = 24 * time.Hour
 
 // CompensationSpec describes the operation that undoes a success.
 type CompensationSpec struct {

@@ -57,10 +57,12 @@ type rawRetry struct {
 }
 
 type rawReview struct {
-	RequireApproval bool   `yaml:"require_approval"`
-	Approvals       *int   `yaml:"approvals"`
-	ApprovalTTL     string `yaml:"approval_ttl"`
-	EscalateAfter   string `yaml:"escalate_after"`
+	RequireApproval bool     `yaml:"require_approval"`
+	Approvals       *int     `yaml:"approvals"`
+	ApprovalTTL     string   `yaml:"approval_ttl"`
+	EscalateAfter   string   `yaml:"escalate_after"`
+	LookalikeOn     []string `yaml:"lookalike_on"`
+	LookalikeWindow string   `yaml:"lookalike_window"`
 }
 
 type rawCompensation struct {

@@ -290,7 +290,8 @@ tools:
 	assert.Equal(t, HTTPSpec{Method: "POST", URL: "http://127.0.0.1:9100/things", Timeout: 10 * time.Second}, tl.HTTP)
 	assert.Equal(t, &ReconcileSpec{Method: "GET", URL: "http://127.0.0.1:9100/things", Settle: 0}, tl.Reconcile)
 	assert.Equal(t, RetryPolicy{MaxAttempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, UnsentFor: DefaultUnsentFor}, tl.Retry)
-	assert.Equal(t, ReviewPolicy{RequireApproval: false, Approvals: 1, ApprovalTTL: 24 * time.Hour, EscalateAfter: time.Minute}, tl.Review)
+	assert.Equal(t, ReviewPolicy{RequireApproval: false, Approvals: 1, ApprovalTTL: 24 * time.Hour, EscalateAfter: time.Minute,
+		LookalikeWindow: 24 * time.Hour}, tl.Review)
 	assert.Equal(t, 720*time.Hour, tl.Retention)
 	assert.Nil(t, tl.Compensation)
 	assert.Empty(t, tl.SensitiveParams)

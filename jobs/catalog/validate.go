@@ -221,6 +221,20 @@ func validateReview(t *Tool, raw *rawReview, ec *collector) {
 	t.Review.Approvals = intInRange(ec, "review.approvals", raw.Approvals, DefaultApprovals, 1, MaxApprovals)
 	t.Review.ApprovalTTL = duration(ec, "review.approval_ttl", raw.ApprovalTTL, DefaultApprovalTTL, positive)
 	t.Review.EscalateAfter = duration(ec, "review.escalate_after", raw.EscalateAfter, DefaultEscalateAfter, nonNegative)
+	t.Review.LookalikeWindow = duration(ec, "review.lookalike_window", raw.LookalikeWindow, DefaultLookalikeWindow, positive)
+	if raw.LookalikeOn != nil && len(raw.LookalikeOn) == 0 {
+		ec.addf("review.lookalike_on", "empty: name the params that make two calls look alike, or leave it out for every param")
+	}
+	for i, p := range raw.LookalikeOn {
+		ptr, err := sensitivePointer(p) // the same spelling: a top-level name or a JSON pointer
+		if err != nil {
+			ec.add(fmt.Sprintf("review.lookalike_on[%d]", i), err)
+			continue
+		}
+		if !slices.Contains(t.Review.LookalikeOn, ptr) {
+			t.Review.LookalikeOn = append(t.Review.LookalikeOn, ptr)
+		}
+	}
 }
 
 func validateCompensation(t *Tool, raw *rawCompensation, ec *collector) {
