@@ -104,9 +104,13 @@ func unknownForms(op *models.Operation, tool *catalog.Tool, known bool, st stake
 	case !known || !tool.RetrySafe():
 		retry.Tone, retry.Risk = views.ToneDanger, "Risky"
 		retry.Summary = "Sends it again. If the first one did take effect, it happens twice."
+		twice := "the same call, twice"
+		if st.Summary != "" {
+			twice = st.Summary + ", twice"
+		}
 		retry.Caution = fmt.Sprintf("%s does not honour idempotency keys: if the first request was carried out, this retry "+
-			"carries it out a second time (a second refund, a second email). Only do this once you have searched the downstream "+
-			"for it and found nothing.", op.Tool)
+			"carries it out a second time (%s). Only do this once you have searched the downstream "+
+			"for it and found nothing.", op.Tool, twice)
 		if !known {
 			retry.Caution = op.Tool + " is no longer in the catalogue, so nothing says a repeat is harmless. " +
 				"Only do this once you have searched the downstream for it and found nothing."

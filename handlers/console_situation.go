@@ -58,20 +58,22 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 		s.Detail = *op.ErrorMessage
 	}
 	switch {
-	case op.State == models.StateAwaitingApproval && len(rec.Attempts) == 0:
-		// Never sent: there is nothing to look for downstream.
+	case len(rec.Attempts) == 0 && view.downstreamRef == "":
+		// Never sent (awaiting approval, rejected, lapsed, denied): nothing to look for downstream.
 	case view.downstreamRef != "":
 		s.ReferenceLabel, s.Reference, s.ReferenceHint = "Downstream reference", view.downstreamRef, "The id the downstream gave it."
+		s.ReferenceWhat = "the downstream reference"
 	case !known || keyFindable(tool):
-		s.ReferenceLabel, s.Reference = "Search the downstream for", view.downstreamKey
+		s.ReferenceLabel, s.Reference, s.ReferenceWhat = "Search the downstream for", view.downstreamKey, "the downstream key"
 		s.ReferenceHint = "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."
 	default:
 		// The downstream keeps no key of idemgate's for this tool: what to look for is the call
 		// itself, by what it was about and when it was sent.
 		s.ReferenceLabel, s.Reference = "Search the downstream by", callDetails(tool, op, view, rec.Attempts)
+		s.ReferenceWhat = "the call's details"
 		s.ReferenceHint = "This downstream keeps no key of idemgate's: look for a call with these details, made in this window."
 	}
-	if known && op.State != models.StateAwaitingApproval {
+	if known && s.Reference != "" {
 		s.ReferenceLink = tool.ReferenceURL(catalog.TemplateData{OperationID: op.ID, DownstreamKey: view.downstreamKey, Key: op.Key,
 			Tenant: op.Tenant, Params: view.params})
 		s.ReferenceLinkText = "Look it up in the " + service
@@ -230,6 +232,13 @@ func reconcileStatus(op *models.Operation, events []models.Event, tool *catalog.
 		return strings.TrimSpace("No look-up yet; " + next + ".")
 	}
 	s := lookupTally(n, answers)
+	told := false
+	for a := range answers {
+		told = told || telling(a)
+	}
+	if !told {
+		s += ", which told nothing either way"
+	}
 	if next != "" {
 		s += "; " + next
 	}
@@ -260,6 +269,12 @@ func lookupTally(n int, answers map[string]int) string {
 		parts[i] = strconv.Itoa(answers[k]) + " × " + k
 	}
 	return s + ": " + strings.Join(parts, ", ")
+}
+
+// telling reports whether a look-up's answer (lookupAnswer) says anything of whether the
+// operation took effect: found, or not found. An error or no answer says nothing either way.
+func telling(answer string) bool {
+	return answer == "found" || strings.HasPrefix(answer, "not found")
 }
 
 // probeAnswer names what one look-up got back: "HTTP 500", "not found yet", "no answer".
@@ -306,7 +321,11 @@ func succeededOutcome(rec *models.OperationRecord, service string) string {
 func failedOutcome(op *models.Operation, last *models.Attempt, service string) string {
 	switch deref(op.ErrorClass) {
 	case models.ErrorRejectedByReviewer:
-		return "Stopped by a reviewer; it will never be sent."
+		return "Rejected by a reviewer: it was never sent, and never will be."
+	case models.ErrorRejected:
+		if last != nil {
+			return "Rejected by the " + service + ": " + lowerFirst(attemptOutcome(last, service)) + "; it will not be sent again."
+		}
 	case models.ErrorCancelled:
 		return "Cancelled; it will never be sent."
 	case models.ErrorPermissionRevoked:

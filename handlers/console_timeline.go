@@ -222,6 +222,9 @@ func probeRows(events []models.Event) []views.TimelineRow {
 			end := views.NewPreciseTime(last.At)
 			row.End = &end
 			row.Title = fmt.Sprintf("%d look-ups, all %s", len(group), answer)
+			if !telling(answer) {
+				row.Title += ": none said whether it took effect"
+			}
 		}
 		if errText := str(detailMap(last.Detail)["error"]); errText != "" {
 			row.Note = errText

@@ -304,14 +304,16 @@ type LookAlikeRow struct {
 // recorded (Detail), and what to look for in the downstream (Reference, with a link when the
 // tools file gives one). Empty members are not shown.
 type Situation struct {
-	Tone              NoticeKind
-	Outcome           string
-	WhyLabel          string
-	Why               string
-	Reconcile         string
-	Detail            string
-	ReferenceLabel    string
-	Reference         string
+	Tone           NoticeKind
+	Outcome        string
+	WhyLabel       string
+	Why            string
+	Reconcile      string
+	Detail         string
+	ReferenceLabel string
+	Reference      string
+	// ReferenceWhat names what Reference is, for the copy button ("the downstream key").
+	ReferenceWhat     string
 	ReferenceHint     string
 	ReferenceLink     string
 	ReferenceLinkText string

@@ -55,7 +55,7 @@ func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
 	assert.Equal(t, "refunds.issue does not honour idempotency keys: a retry could carry it out twice.",
 		value(t, ctx, chromedp.Text(testID("situation-why"))))
 	reconcile := value(t, ctx, chromedp.Text(testID("situation-reconcile")))
-	assert.True(t, strings.HasPrefix(reconcile, "3 look-ups, all HTTP 500; next in "), reconcile)
+	assert.True(t, strings.HasPrefix(reconcile, "3 look-ups, all HTTP 500, which told nothing either way; next in "), reconcile)
 	assert.Equal(t, dk, value(t, ctx, chromedp.Text(testID("situation-reference"))))
 	link := value(t, ctx, chromedp.AttributeValue(testID("reference-link"), "href")).Value
 	assert.Equal(t, "http://127.0.0.1:9/refunds?reference="+dk, link, "the tools file's reference_url, rendered")
@@ -201,7 +201,7 @@ func TestBrowserTimelineReadInFiveSeconds(t *testing.T) {
 	titles := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="timeline-entry"] [data-testid="timeline-title"]'), (e) => e.textContent)`))
 	assert.Equal(t, "Attempt 1: throttled", titles[1])
 	assert.Equal(t, "Attempt 2: outcome unclear", titles[2])
-	assert.Equal(t, "12 look-ups, all HTTP 500", titles[3])
+	assert.Equal(t, "12 look-ups, all HTTP 500: none said whether it took effect", titles[3])
 	assert.Equal(t, "rita@example.com marked it failed", titles[5], "a person by their email, without user:")
 	second := words(value(t, ctx, chromedp.Text(`[data-kind="attempt-unclear"]`)))
 	assert.Contains(t, second, "Waited 1.500 s (the downstream asked to slow down: Retry-After or backoff)")

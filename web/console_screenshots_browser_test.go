@@ -52,7 +52,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	run(t, ctx,
 		chromedp.Click(`[data-operation-id="`+refund.ID+`"] `+testID("review-operation-link")),
 		chromedp.WaitVisible(testID("action-panel")))
-	assert.Equal(t, "16 look-ups, all HTTP 500", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
+	assert.Equal(t, "16 look-ups, all HTTP 500: none said whether it took effect", value(t, ctx, chromedp.Text(`[data-kind="probe"] `+testID("timeline-title"))),
 		"the failed look-ups, on one row")
 	assert.Equal(t, "The request went to the refunds service, and the connection closed before it answered: it is not known whether the refund was made.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
 	docsScreenshotFull(t, ctx, "operation-escalated")
