@@ -63,6 +63,8 @@ pre{background:#f4f4f4;padding:1rem;overflow-x:auto}
 <p>Committed: {{.Committed.tickets}} tickets, {{.Committed.closes}} closes, {{.Committed.refunds}} refunds,
 {{.Committed.emails}} emails. {{.Requests}} requests received. <a href="_stats">stats</a> ·
 <a href="_faults">faults</a> · <a href="_help">help</a></p>
+{{if .Reference}}<p data-testid="sandbox-reference"><strong>Reference {{.Reference}}:</strong> {{.Found}} found
+{{- if not .Found}}: nothing was created with this reference{{end}}. Only what has it is listed. <a href="./">Show everything</a></p>{{end}}
 
 <h2>Active faults</h2>
 {{if .Faults}}<table><tr><th>mode</th><th>path</th><th>method</th><th>remaining</th><th>delay</th><th>retry after</th></tr>
@@ -94,8 +96,10 @@ pre{background:#f4f4f4;padding:1rem;overflow-x:auto}
 </body></html>
 `))
 
-// servePage answers GET / with the newest committed resources first.
-func (s *Sandbox) servePage(w http.ResponseWriter, _ *http.Request, _ []byte) {
+// servePage answers GET / with the newest committed resources first; GET /?reference=R lists
+// only those created under reference R (a downstream key or operation id), so that a console's
+// "Look it up" link opens a page for people, which faults never touch.
+func (s *Sandbox) servePage(w http.ResponseWriter, r *http.Request, _ []byte) {
 	faults := s.Faults()
 	s.mu.Lock()
 	// Copy the values under the lock: a ticket may be closed while the page renders.
@@ -103,6 +107,8 @@ func (s *Sandbox) servePage(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		Committed map[string]int
 		Requests  int
 		Faults    []Fault
+		Reference string
+		Found     int
 		Tickets   []ticket
 		Refunds   []refund
 		Emails    []email
@@ -117,6 +123,13 @@ func (s *Sandbox) servePage(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		Usage:     usage,
 	}
 	s.mu.Unlock()
+	if ref := r.URL.Query().Get("reference"); ref != "" {
+		data.Reference = ref
+		data.Tickets = slices.DeleteFunc(data.Tickets, func(t ticket) bool { return t.Reference != ref })
+		data.Refunds = slices.DeleteFunc(data.Refunds, func(f refund) bool { return f.Reference != ref })
+		data.Emails = slices.DeleteFunc(data.Emails, func(e email) bool { return e.Reference != ref })
+		data.Found = len(data.Tickets) + len(data.Refunds) + len(data.Emails)
+	}
 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
