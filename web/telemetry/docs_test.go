@@ -36,6 +36,8 @@ func exposed(t *testing.T) map[string]bool {
 	m.Attempt("tickets.create", "succeeded", time.Millisecond)
 	m.Probe("tickets.create", "found")
 	m.Waited("notified")
+	m.PolicyDecided("big-refunds", "require_approval")
+	m.BudgetUsage("refunds-per-agent", 0.5)
 	m.HTTP("GET", "/healthz", 200, time.Millisecond)
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)
