@@ -106,6 +106,8 @@ func (h *Console) exportsPage(c echo.Context, v *Viewer, status int, problem str
 	for i := range p.Formats {
 		p.Formats[i].Selected = p.Formats[i].Value == q.Get("format")
 	}
+	// No key at all: exports go out unsigned (a key that cannot be opened refuses them instead).
+	p.Unsigned = models.ErrorCode(h.Ledger.AuditSigningReady(c.Request().Context())) == models.CodeNotFound
 	return renderPage(c, status, views.Exports(p))
 }
 

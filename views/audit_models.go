@@ -64,4 +64,7 @@ type ExportsPage struct {
 	To      string
 	Limited bool
 	Error   string
+	// Unsigned is set when the gateway has no audit signing key: its exports carry no
+	// signature, which the page says before anyone downloads one.
+	Unsigned bool
 }
