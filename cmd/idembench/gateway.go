@@ -36,6 +36,30 @@ tools:
     http: {url: "%s/commit", timeout: 5s, idempotency_header: Idempotency-Key, result_reference: /id}
 `
 
+// benchPolicies are the policies of --policy (docs/PERFORMANCE.md, "Policies and budgets"): the
+// README's shape, three rules that match nothing in the run and one budget, its scope spread over
+// 100 values ("spread", as 100 principals would be) or one for every request ("one", the worst
+// case: every new operation locks the same budget row). The limit is never reached.
+var benchPolicies = map[string]string{
+	"none": "",
+	"spread": `
+policies:
+  - {name: no-huge, when: params.n < 0, decision: deny, reason: never in the run}
+  - {name: finance-bot, when: principal == "finance-bot", decision: allow}
+  - {name: big-needs-a-person, when: params.n > 1000000000000, decision: require_approval, reason: never in the run}
+budgets:
+  - {name: per-principal, per: [string(params.n % 100)], limit: 1000000000000, window: 24h}
+`,
+	"one": `
+policies:
+  - {name: no-huge, when: params.n < 0, decision: deny, reason: never in the run}
+  - {name: finance-bot, when: principal == "finance-bot", decision: allow}
+  - {name: big-needs-a-person, when: params.n > 1000000000000, decision: require_approval, reason: never in the run}
+budgets:
+  - {name: per-principal, per: [principal], limit: 1000000000000, window: 24h}
+`,
+}
+
 // gateway is a gateway under test and its instant downstream.
 type gateway struct {
 	url, downstream, key, dialect, run string
@@ -48,7 +72,7 @@ type gateway struct {
 	close                              func()
 }
 
-func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
+func startGateway(ctx context.Context, dsn, tenant, policy string) (*gateway, error) {
 	g := &gateway{run: fmt.Sprintf("%d", time.Now().UnixNano()), client: &fasthttp.Client{
 		MaxConnsPerHost:     4096, // the storm opens one per request
 		MaxIdleConnDuration: time.Minute,
@@ -83,7 +107,11 @@ func startGateway(ctx context.Context, dsn, tenant string) (*gateway, error) {
 		return nil, err
 	}
 	g.dialect, g.db = string(dialect), db
-	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream)))
+	policies, ok := benchPolicies[policy]
+	if !ok {
+		return nil, fmt.Errorf("--policy %q: want none, spread or one", policy)
+	}
+	cat, err := catalog.Load([]byte(fmt.Sprintf(benchTools, g.downstream) + policies))
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,7 @@ type config struct {
 	floor       string
 	growth      int64
 	window      int64
+	policy      string
 }
 
 // scenarioNames are the values --only accepts, in the order scenarios run.
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&cfg.preload, "preload", 0, "first write this many finished operations into the ledger, for the replay-old scenario (with --floor sqlite: the floor's, default 200000)")
 	fs.StringVar(&cfg.floor, "floor", "", "measure the database floor instead of a gateway: sqlite")
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant to run as, created unless it exists (default: a new one per run); a later run with the same tenant reuses its preloaded operations")
+	fs.StringVar(&cfg.policy, "policy", "none", "policies and budgets of the catalogue under test: none, spread (three rules, a budget over 100 scope values) or one (the same budget on one scope value)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return report(stdout, "sqlite floor", cfg, results)
 	}
-	gw, err := startGateway(ctx, cfg.database, cfg.tenant)
+	gw, err := startGateway(ctx, cfg.database, cfg.tenant, cfg.policy)
 	if err != nil {
 		return err
 	}

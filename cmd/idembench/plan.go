@@ -62,7 +62,7 @@ func planScenario(ctx context.Context, g *gateway, dsn string, concurrency int, 
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := startGateway(ctx, dsn, g.tenant)
+	fresh, err := startGateway(ctx, dsn, g.tenant, "none")
 	if err != nil {
 		return nil, err
 	}
