@@ -224,7 +224,11 @@ func (h *Console) queueFacts(row *views.ReviewRow, it models.QueueItem, events [
 	if it.State != models.StateAwaitingApproval || !known {
 		return
 	}
-	op := &models.Operation{Fingerprint: it.Fingerprint, Compensates: it.Compensates}
+	// A policy's hold says why first, in the operator's words (docs/POLICY.md).
+	if why := policyWhy(events); why != "" {
+		row.Evidence = why
+	}
+	op := &models.Operation{Fingerprint: it.Fingerprint, Compensates: it.Compensates, Policy: policyOf(events)}
 	approvers := models.ApproversOf(op, events, tool.Review.ApprovalTTL, now)
 	row.Approvals = fmt.Sprintf("%d of %d", len(approvers), requiredApprovals(op, tool))
 	if it.Compensates != nil {

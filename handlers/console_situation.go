@@ -370,14 +370,7 @@ func lowerFirst(s string) string {
 // policyWhy is what held an operation for a person, from its policy_decided event: the rule's
 // reason, or the budget it would pass with what was counted. "" when no policy held it.
 func policyWhy(events []models.Event) string {
-	for _, e := range events {
-		if e.Type != models.EventPolicyDecided || e.Detail == nil {
-			continue
-		}
-		var p models.PolicyDecision
-		if json.Unmarshal([]byte(*e.Detail), &p) != nil || p.Decision != models.PolicyRequireApproval {
-			return ""
-		}
+	if p := policyOf(events); p != nil && p.Decision == models.PolicyRequireApproval {
 		var parts []string
 		if p.Rule != "" && p.Reason != "" {
 			parts = append(parts, p.Reason+" (rule "+p.Rule+")")
@@ -390,4 +383,20 @@ func policyWhy(events []models.Event) string {
 		return strings.Join(parts, " ")
 	}
 	return ""
+}
+
+// policyOf is what the policies decided of an operation, from its policy_decided event; nil
+// when none applied.
+func policyOf(events []models.Event) *models.PolicyDecision {
+	for _, e := range events {
+		if e.Type != models.EventPolicyDecided || e.Detail == nil {
+			continue
+		}
+		var p models.PolicyDecision
+		if json.Unmarshal([]byte(*e.Detail), &p) != nil {
+			return nil
+		}
+		return &p
+	}
+	return nil
 }

@@ -149,7 +149,7 @@ func (l *Ledger) DecisionEvents(ctx context.Context, s Scope, ids []string) (map
 	}
 	var evs []Event
 	q := s.apply(l.scope(ctx).Model(&Event{}), "tenant").
-		Where("operation_id IN ? AND type IN ?", ids, []string{EventCreated, EventReviewAction})
+		Where("operation_id IN ? AND type IN ?", ids, []string{EventCreated, EventReviewAction, EventPolicyDecided})
 	if err := q.Order("id").Find(&evs).Error; err != nil {
 		return nil, unavailable("decision events", err)
 	}
