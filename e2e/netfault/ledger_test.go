@@ -2,9 +2,11 @@ package netfault_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
@@ -75,11 +77,18 @@ func TestPostgresBlackholed(t *testing.T) {
 	require.NoError(t, models.Migrate(ctx, db, d))
 	g := gatewaytest.StartWith(t, d, gatewaytest.Options{DB: db})
 	const params = `{"subject":"printer on fire"}`
+	h := newHistory()
+	submit := func(client int, key string) gatewaytest.Response {
+		start := time.Now()
+		r := g.Submit(t, key, "tickets.create", params, nil)
+		h.add(client, key, start, r.Status, r.Body, nil)
+		return r
+	}
 	// Load before the cut, so the pool holds connections the cut leaves without a peer.
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			r := g.Submit(t, fmt.Sprintf("before-%d", i), "tickets.create", params, nil)
+			r := submit(i, fmt.Sprintf("before-%d", i))
 			assert.Equal(t, http.StatusCreated, r.Status, "body: %s", r.Body)
 		})
 	}
@@ -99,7 +108,7 @@ func TestPostgresBlackholed(t *testing.T) {
 	for i := range 16 {
 		wg.Go(func() {
 			start := time.Now()
-			r := g.Submit(t, fmt.Sprintf("during-%d", i), "tickets.create", params, nil)
+			r := submit(i, fmt.Sprintf("during-%d", i))
 			mu.Lock()
 			defer mu.Unlock()
 			slowest = max(slowest, time.Since(start))
@@ -122,7 +131,7 @@ func TestPostgresBlackholed(t *testing.T) {
 	healed = true
 	healedAt := time.Now()
 	gatewaytest.Eventually(t, time.Minute, "the gateway serves again", func() bool {
-		return g.Submit(t, "after", "tickets.create", params, nil).Status == http.StatusCreated
+		return submit(0, "after").Status == http.StatusCreated
 	})
 	recovered := time.Since(healedAt)
 	var backends, pool int
@@ -134,8 +143,39 @@ func TestPostgresBlackholed(t *testing.T) {
 		backends, pool = int(n), sqlDB.Stats().OpenConnections
 		return backends <= pool
 	})
+	// Every key's answers agree with the ledger, and every ticket recorded was created once.
+	v := h.check(t, settle(t, g.Ledger, g.Tenant, time.Minute, false), sandboxTickets(t, g), false)
 	t.Logf("%d s cut: requests answered within %s (all 503), /readyz within %s then %s; serving again %s after the heal; "+
-		"%d idemgate backends for a pool of %d, %s after the heal",
+		"%d idemgate backends for a pool of %d, %s after the heal; %s",
 		seconds, slowest.Round(time.Millisecond), readyTook.Round(time.Millisecond), readyAgainTook.Round(time.Millisecond),
-		recovered.Round(time.Millisecond), backends, pool, time.Since(healedAt).Round(time.Second))
+		recovered.Round(time.Millisecond), backends, pool, time.Since(healedAt).Round(time.Second), v)
+}
+
+// tickets is the tickets a sandbox created, by the operation that created each (its
+// X-Idemgate-Operation): the checker's downstream for the sandbox's tickets.create.
+type tickets struct {
+	byOp map[string]int
+	n    int
+}
+
+func (d tickets) effectsOf(op *models.Operation) int { return d.byOp[op.ID] }
+func (d tickets) total() int                         { return d.n }
+
+// sandboxTickets reads the tickets g's sandbox holds.
+func sandboxTickets(t *testing.T, g *gatewaytest.Gateway) tickets {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	g.Sandbox.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tickets", nil))
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	var list struct {
+		Tickets []struct {
+			Operation string `json:"operation"`
+		} `json:"tickets"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
+	d := tickets{byOp: map[string]int{}, n: len(list.Tickets)}
+	for _, tk := range list.Tickets {
+		d.byOp[tk.Operation]++
+	}
+	return d
 }

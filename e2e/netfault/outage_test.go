@@ -54,12 +54,15 @@ func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
 	defer stop()
 	var ids sync.Map
+	h := newHistory()
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				key := fmt.Sprintf("agent-%d:refund-%d", w, i)
+				start := time.Now()
 				r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), map[string]string{"Prefer": "wait=0"})
+				h.add(w, key, start, r.Status, r.Body, nil)
 				if assert.Equal(t, http.StatusAccepted, r.Status, "held PENDING, answered 202: %s", r.Body) {
 					ids.Store(key, r.JSON(t)["id"].(string))
 				}
@@ -82,21 +85,13 @@ func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 
 	require.NoError(t, l.unblackhole())
 	healed = true
-	healedAt := time.Now()
-	gatewaytest.Eventually(t, 2*time.Minute, "every operation ran once the link was back", func() bool {
-		for _, id := range all {
-			op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
-			if err != nil || op.State != models.StateSucceeded {
-				return false
-			}
-		}
-		return true
-	})
-	for _, id := range all {
-		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
-		require.NoError(t, err)
-		assert.Equal(t, 1, down.effects(op.DownstreamKeySent()), "%s paid once", op.Key)
+	settled := settle(t, g.Ledger, g.Tenant, 2*time.Minute, false)
+	for _, op := range settled.ops {
+		assert.Equal(t, models.StateSucceeded, op.State, "%s ran once the link was back", op.Key)
 	}
-	t.Logf("%d s outage: %d operations held PENDING with %d attempts (none FAILED_FINAL); goroutines %d before, %d at the end of the outage; all SUCCEEDED, paid once, %s after the link came back",
-		seconds, len(all), attemptsDuring, goroutinesBefore, goroutinesDuring, time.Since(healedAt).Round(100*time.Millisecond))
+	// Every refund paid once, by the operation that recorded it, and every answer agreeing
+	// with the ledger.
+	v := h.check(t, settled, down, false)
+	t.Logf("%d s outage: %d operations held PENDING with %d attempts (none FAILED_FINAL); goroutines %d before, %d at the end of the outage; all SUCCEEDED, paid once, %s after the link came back; %s",
+		seconds, len(all), attemptsDuring, goroutinesBefore, goroutinesDuring, settled.took.Round(100*time.Millisecond), v)
 }
