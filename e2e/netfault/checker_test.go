@@ -374,3 +374,57 @@ func (h *history) check(t *testing.T, s settlement, down downstream, queue bool)
 	}
 	return v
 }
+
+// answerTimes returns the q-quantiles (0..1) of how long the agents waited for the answers to
+// the requests they sent between from and to (the fault), answered or not.
+func (h *history) answerTimes(from, to time.Time, qs ...float64) []time.Duration {
+	h.mu.Lock()
+	var ds []time.Duration
+	lo, hi := from.Sub(h.start).Nanoseconds(), to.Sub(h.start).Nanoseconds()
+	for _, op := range h.ops {
+		if op.ClientId >= 0 && op.Call >= lo && op.Call <= hi {
+			ds = append(ds, time.Duration(op.Return-op.Call))
+		}
+	}
+	h.mu.Unlock()
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	out := make([]time.Duration, len(qs))
+	for i, q := range qs {
+		if len(ds) > 0 {
+			out[i] = ds[int(q*float64(len(ds)-1)+0.5)].Round(time.Millisecond)
+		}
+	}
+	return out
+}
+
+// probeReadyz asks GET /readyz of every URL urls names, every 500 ms until ctx ends, and
+// returns a function giving the slowest answer (or failure to answer) since it was last
+// called.
+func probeReadyz(ctx context.Context, client *http.Client, urls func() []string) func() time.Duration {
+	var mu sync.Mutex
+	var slowest time.Duration
+	go func() {
+		for ctx.Err() == nil {
+			for _, u := range urls() {
+				start := time.Now()
+				if resp, err := client.Get(u + "/readyz"); err == nil {
+					resp.Body.Close()
+				}
+				mu.Lock()
+				slowest = max(slowest, time.Since(start))
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	return func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		d := slowest
+		slowest = 0
+		return d.Round(time.Millisecond)
+	}
+}

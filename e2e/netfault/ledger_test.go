@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -57,12 +55,7 @@ func ledgerDialFrom(ns string) func(ctx context.Context, network, addr string) (
 // parameters the ledger sets (without them they live for the kernel's two hours).
 func TestPostgresBlackholed(t *testing.T) {
 	requireNetAdmin(t)
-	seconds := 30
-	if v := os.Getenv("IDEMGATE_NETFAULT_LEDGER_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "IDEMGATE_NETFAULT_LEDGER_SECONDS")
-		seconds = n
-	}
+	seconds := netfaultSeconds(t, "IDEMGATE_NETFAULT_LEDGER_SECONDS", 30, 60)
 	l := newLink(t)
 	pg, err := proctest.NewPostgresIn(t, l.far, l.farIP)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,12 +108,7 @@ tools:
 // runs of ~15,000 keys. IDEMGATE_NETFAULT_SECONDS sets the fault's length (default 20).
 func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	requireNetAdmin(t)
-	seconds := 20
-	if v := os.Getenv("IDEMGATE_NETFAULT_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "IDEMGATE_NETFAULT_SECONDS")
-		seconds = n
-	}
+	seconds := netfaultSeconds(t, "IDEMGATE_NETFAULT_SECONDS", 20, 60)
 	l := newLink(t)
 	ln := listenIn(t, l.far, l.farIP+":8080")
 	down := &refunds{byRef: map[string]int{}}
@@ -138,6 +132,8 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	h := newHistory()
 	ctx, stop := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
 	defer stop()
+	faultStart := time.Now()
+	ready := probeReadyz(ctx, g.Client, func() []string { return []string{g.URL} })
 	// And the link cut altogether for 1.5 s every 3 s: requests written before a cut wait in
 	// the kernel for it to end, the look-ups made during it fail, and the first ones after it
 	// race the retransmissions of what was sent before.
@@ -185,6 +181,7 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	<-flapping
 	l.heal(t)
 	healed = true
+	healedAt := time.Now()
 
 	// Every operation settles once the network is back: the reconciler finds or disproves
 	// each unanswered attempt.
@@ -200,7 +197,7 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 		key, id := k.(string), v.(string)
 		start := time.Now()
 		r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), nil)
-		h.add(-2, key, start, r.Status, r.Body, nil)
+		h.add(1000, key, start, r.Status, r.Body, nil) // the agents re-sending every key after the run
 		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
 		require.NoError(t, err)
 		got := r.JSON(t)
@@ -229,6 +226,8 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 		require.NoError(t, err)
 		attempts += op.Attempts
 	}
-	t.Logf("%d s of 30 %% loss each way and a 1.5 s cut every 3 s: %d operations (%d answers 5xx, re-sent), %d attempts, %d refunds paid; settled %s after the heal; %s",
-		seconds, submitted.Load(), refused.Load(), attempts, down.total(), settled.took.Round(100*time.Millisecond), v)
+	at := h.answerTimes(faultStart, healedAt, 0.5, 0.99, 1)
+	t.Logf("%d s of 30 %% loss each way and a 1.5 s cut every 3 s: %d operations (%d answers 5xx, re-sent), %d attempts, %d refunds paid; "+
+		"answered in p50 %s, p99 %s, max %s during the fault, /readyz within %s; settled %s after the heal; %s",
+		seconds, submitted.Load(), refused.Load(), attempts, down.total(), at[0], at[1], at[2], ready(), settled.took.Round(100*time.Millisecond), v)
 }

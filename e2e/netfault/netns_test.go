@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,6 +112,39 @@ func (l *link) unblackhole() error {
 	return exec.Command("ip", "netns", "exec", l.far, "nft", "delete", "table", "inet", "hole").Run()
 }
 
+// faults are what drop applies to the downstream's end of a link.
+var faults = map[string]string{
+	// 30 % of the packets each way, at random.
+	"loss": `chain in { type filter hook input priority -2; policy accept; iifname "vfar" numgen random mod 100 < 30 drop; }
+	chain out { type filter hook output priority -2; policy accept; oifname "vfar" numgen random mod 100 < 30 drop; }`,
+	// Requests arrive, answers never leave (nor do handshakes complete for new connections).
+	"answers-lost": `chain out { type filter hook output priority -2; policy accept; oifname "vfar" drop; }`,
+	// Nothing arrives; what the downstream sends still leaves.
+	"requests-lost": `chain in { type filter hook input priority -2; policy accept; iifname "vfar" drop; }`,
+	// Nothing either way.
+	"blackhole": `chain in { type filter hook input priority -2; policy accept; iifname "vfar" drop; }
+	chain out { type filter hook output priority -2; policy accept; oifname "vfar" drop; }`,
+}
+
+// drop applies faults[kind] to the downstream's end until undrop.
+func (l *link) drop(kind string) error {
+	rules, ok := faults[kind]
+	if !ok {
+		return fmt.Errorf("no fault %q", kind)
+	}
+	cmd := exec.Command("ip", "netns", "exec", l.far, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader("table inet phase {\n\t" + rules + "\n}\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft %s: %v: %s", kind, err, out)
+	}
+	return nil
+}
+
+// undrop removes what drop applied.
+func (l *link) undrop() error {
+	return exec.Command("ip", "netns", "exec", l.far, "nft", "delete", "table", "inet", "phase").Run()
+}
+
 // in runs fn on an OS thread that has joined namespace ns; sockets fn makes belong to ns for
 // their whole life. The thread is never handed back to the Go scheduler (it ends with the
 // goroutine), so no other goroutine ever runs in ns by accident.
@@ -159,4 +193,24 @@ func listenIn(t *testing.T, ns, addr string) net.Listener {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln
+}
+
+// longEnv selects the long run: every run's default length becomes its long one.
+const longEnv = "IDEMGATE_NETFAULT_LONG"
+
+// netfaultSeconds is how long a run's fault lasts: env when set, else short seconds (CI's
+// run), or long ones when IDEMGATE_NETFAULT_LONG is set.
+func netfaultSeconds(t *testing.T, env string, short, long int) int {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: a number of seconds", env, v)
+		}
+		return n
+	}
+	if os.Getenv(longEnv) != "" {
+		return long
+	}
+	return short
 }

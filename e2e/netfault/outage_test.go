@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,12 +25,7 @@ import (
 // the connection attempts in flight. Once the link is back every operation runs, once.
 func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 	requireNetAdmin(t)
-	seconds := 20
-	if v := os.Getenv("IDEMGATE_NETFAULT_OUTAGE_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "IDEMGATE_NETFAULT_OUTAGE_SECONDS")
-		seconds = n
-	}
+	seconds := netfaultSeconds(t, "IDEMGATE_NETFAULT_OUTAGE_SECONDS", 20, 300)
 	l := newLink(t)
 	ln := listenIn(t, l.far, l.farIP+":8080")
 	down := &refunds{byRef: map[string]int{}}
@@ -53,6 +46,8 @@ func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
 	ctx, stop := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
 	defer stop()
+	faultStart := time.Now()
+	ready := probeReadyz(ctx, g.Client, func() []string { return []string{g.URL} })
 	var ids sync.Map
 	h := newHistory()
 	var wg sync.WaitGroup
@@ -85,6 +80,7 @@ func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 
 	require.NoError(t, l.unblackhole())
 	healed = true
+	healedAt := time.Now()
 	settled := settle(t, g.Ledger, g.Tenant, 2*time.Minute, false)
 	for _, op := range settled.ops {
 		assert.Equal(t, models.StateSucceeded, op.State, "%s ran once the link was back", op.Key)
@@ -92,6 +88,8 @@ func TestDownstreamOutageBurnsNoKeys(t *testing.T) {
 	// Every refund paid once, by the operation that recorded it, and every answer agreeing
 	// with the ledger.
 	v := h.check(t, settled, down, false)
-	t.Logf("%d s outage: %d operations held PENDING with %d attempts (none FAILED_FINAL); goroutines %d before, %d at the end of the outage; all SUCCEEDED, paid once, %s after the link came back; %s",
-		seconds, len(all), attemptsDuring, goroutinesBefore, goroutinesDuring, settled.took.Round(100*time.Millisecond), v)
+	at := h.answerTimes(faultStart, healedAt, 0.5, 0.99, 1)
+	t.Logf("%d s outage: %d operations held PENDING with %d attempts (none FAILED_FINAL); goroutines %d before, %d at the end of the outage; "+
+		"answered in p50 %s, p99 %s, max %s during it, /readyz within %s; all SUCCEEDED, paid once, %s after the link came back; %s",
+		seconds, len(all), attemptsDuring, goroutinesBefore, goroutinesDuring, at[0], at[1], at[2], ready(), settled.took.Round(100*time.Millisecond), v)
 }
