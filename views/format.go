@@ -3,7 +3,9 @@ package views
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // NewTime formats t for pages, with its age relative to now ("" when now is zero or t is in
@@ -70,3 +72,21 @@ func timelineIcon(kind string) string {
 
 // countLabel reads a navigation count aloud: "3 open".
 func countLabel(n int64) string { return strconv.FormatInt(n, 10) + " open" }
+
+// justificationFold is how long an agent's reason may be before the operation page folds it
+// to its first lines (docs/CONSOLE.md): about three lines on a phone.
+const justificationFold = 140
+
+// justificationLong says whether the operation page folds the reason s.
+func justificationLong(s string) bool {
+	return utf8.RuneCountInString(s) > justificationFold || strings.Count(s, "\n") > 2
+}
+
+// grouped writes n with thousands separators: "2,000".
+func grouped(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

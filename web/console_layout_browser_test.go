@@ -14,7 +14,8 @@ import (
 
 // Item 5: no console page scrolls sideways, on a desktop (1440 px) or a phone (390 px), over a
 // day of history with long keys, long params and a webhook; and on a phone the lists are
-// cards. Each page is visited as an admin, who sees every page.
+// cards, under a header at most 120 px tall. Each page is visited as an admin, who sees every
+// page.
 func TestBrowserNoPageScrollsSideways(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -32,6 +33,11 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).slice(0, 8)
 					.map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`))
 				t.Logf("too wide on %s at %d: %v", path, width, wide)
+			}
+			if width == 390 {
+				// On a phone the header is at most 120 px, an admin's six sections included.
+				header := value(t, ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="site-header"]').getBoundingClientRect().height`))
+				assert.LessOrEqual(t, header, 120.0, "%s at 390 px: the header's height", path)
 			}
 		}
 	}

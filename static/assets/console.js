@@ -22,6 +22,16 @@
     });
   }
 
+  // On a phone the sections scroll sideways in one row (app.css): the current one is shown.
+  var nav = document.querySelector('[data-testid="main-nav"]');
+  var here = nav ? nav.querySelector('[aria-current="page"]') : null;
+  if (here && nav.scrollWidth > nav.clientWidth) {
+    var beyond = here.getBoundingClientRect().right - nav.getBoundingClientRect().right;
+    if (beyond > 0) {
+      nav.scrollLeft += beyond + 8;
+    }
+  }
+
   // Times in the browser's zone, for a person who chose it (data-times="local", rendered by the
   // server from their preference): every <time datetime> is rewritten in the same format as the
   // UTC one, milliseconds kept where it had them, the zone named after it. The UTC time stays
@@ -104,6 +114,48 @@
         buttons[j].removeAttribute("aria-disabled");
       }
     }
+  });
+
+  // A long agent's reason shows its first lines and a toggle to show it all (app.css); where
+  // it fits those lines anyway, the toggle goes.
+  function reasonFits(root) {
+    var figs = root.querySelectorAll(".operation-reason--long");
+    for (var i = 0; i < figs.length; i++) {
+      var text = figs[i].querySelector(".operation-reason__text");
+      var all = figs[i].querySelector(".operation-reason__all");
+      if (text && !(all && all.checked)) {
+        figs[i].classList.toggle("operation-reason--fits", text.scrollHeight <= text.clientHeight + 1);
+      }
+    }
+  }
+  reasonFits(document);
+  window.addEventListener("resize", function () {
+    reasonFits(document);
+  });
+
+  // A decision opened (a click on its summary, or its key) is brought into view, its submit
+  // button included, scrolling no more than that takes.
+  function bringIntoView(action) {
+    if (!action.scrollIntoView) {
+      return;
+    }
+    action.scrollIntoView({ block: "nearest" });
+    var submit = action.querySelector('button[type="submit"]');
+    if (submit) {
+      submit.scrollIntoView({ block: "nearest" });
+    }
+  }
+  document.addEventListener("click", function (ev) {
+    var summary = ev.target && ev.target.closest ? ev.target.closest("details.action > summary") : null;
+    if (!summary) {
+      return;
+    }
+    var action = summary.parentNode;
+    window.setTimeout(function () {
+      if (action.open) {
+        bringIntoView(action);
+      }
+    }, 0);
   });
 
   // Copy buttons (data-copy names the element whose text they copy): the clipboard API where
@@ -192,9 +244,10 @@
       return false;
     }
     action.open = true;
+    bringIntoView(action);
     var reason = action.querySelector("textarea, input[type=text]");
     if (reason) {
-      reason.focus();
+      reason.focus({ preventScroll: true });
     }
     return true;
   }
@@ -378,8 +431,15 @@
           stale(part, fresh, next);
           return;
         }
+        // A reason the person unfolded stays unfolded.
+        var all = part.querySelector(".operation-reason__all");
+        var freshAll = fresh.querySelector(".operation-reason__all");
+        if (all && freshAll && all.checked) {
+          freshAll.setAttribute("checked", "");
+        }
         part.replaceWith(document.importNode(fresh, true));
       });
+      reasonFits(document);
       live = document.querySelector("[data-live-src]");
       live.setAttribute("data-live-version", nextLive.getAttribute("data-live-version") || version);
       document.title = next.title || document.title;
