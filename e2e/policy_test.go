@@ -126,6 +126,7 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 		assert.Equal(t, int64(50000), used, "exactly the limit: no overspend, no underuse (answers %v)", counts)
 		assert.Equal(t, int64(50), counted)
 		assert.Equal(t, int64(150), held, "answers %v", counts)
+		countersExact(t, g.Ledger)
 		gatewaytest.Eventually(t, 30*time.Second, "the 50 allowed refunds to run", func() bool { return g.Sandbox.Committed("refunds") == 50 })
 	})
 }
@@ -234,6 +235,18 @@ budgets:
     window: 24h
 `
 
+// countersExact asserts that every budget counter equals what the charges and the operations'
+// states recompute (models/budget_counters.go): what a charge read is what was counted.
+func countersExact(t *testing.T, l *models.Ledger) {
+	t.Helper()
+	drifts, err := l.BudgetDrifts(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, drifts, "budget counters that differ from the recomputed sums")
+	var counters int64
+	require.NoError(t, l.DB().Raw("SELECT count(*) FROM budget_counters").Scan(&counters).Error)
+	assert.Positive(t, counters, "the charges were counted in counters")
+}
+
 // sendRefunds sends n refunds of 1,000 cents at once, spread over gateways, each re-sent with
 // the same key after a 503 as a careful agent does, and returns the answers' statuses.
 func sendRefunds(t *testing.T, gws []*gatewaytest.Gateway, key string, n int) map[int]int {
@@ -278,6 +291,7 @@ func TestBudgetHoldsAcrossReplicas(t *testing.T) {
 	var held int64
 	require.NoError(t, db.Raw("SELECT count(*) FROM operations WHERE state = 'AWAITING_APPROVAL'").Scan(&held).Error)
 	assert.Equal(t, int64(150), held)
+	countersExact(t, a.Ledger)
 }
 
 // Refunds the downstream rejects end FAILED_FINAL and give their amounts back: what is counted
@@ -301,6 +315,7 @@ func TestBudgetGivesBackFailedOperations(t *testing.T) {
 		assert.Equal(t, succeeded*1000, used, "only what took effect is counted: the failed ones gave theirs back")
 		assert.LessOrEqual(t, used, int64(50000), "never past the limit")
 		assert.Equal(t, int(succeeded), g.Sandbox.Committed("refunds"))
+		countersExact(t, g.Ledger)
 	})
 }
 

@@ -21,12 +21,15 @@ func renderOperation(cat *catalog.Catalog, op *models.Operation) operationJSON {
 	return opview.Render(cat, op)
 }
 
-// render is renderOperation with what the policies decided of op (its `policy` member), read
+// render is renderOperation with what the policies decided of op (its `policy` member): the
+// decision op carries when this request recorded it (it never changes once recorded), else read,
 // only for a tool a policy or budget applies to, so other reads cost nothing more. A decision
 // that cannot be read is left out rather than failing the answer: the operation itself was read.
 func (a *API) render(ctx context.Context, op *models.Operation) operationJSON {
 	view := renderOperation(a.Catalog, op)
-	if a.Catalog.Rules().Applies(op.Tool) {
+	if op.Policy != nil {
+		view.Policy = op.Policy
+	} else if a.Catalog.Rules().Applies(op.Tool) {
 		if p, err := a.Ledger.PolicyOf(ctx, op.ID); err == nil {
 			view.Policy = p
 		}

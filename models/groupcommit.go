@@ -46,6 +46,9 @@ const (
 type batchers struct {
 	claims   *groupcommit.Batcher[claimRequest, claimAnswer]
 	outcomes *groupcommit.Batcher[*finishing, outcomeAnswer]
+	// policies are claims with budgets to charge (policy_batch.go): a transaction per batch.
+	policies *groupcommit.Batcher[policyClaim, policyAnswer]
+	counters counterCache // what the policy batches last committed of each budget counter
 }
 
 func (l *Ledger) newBatchers() *batchers {
@@ -55,6 +58,7 @@ func (l *Ledger) newBatchers() *batchers {
 	return &batchers{
 		claims:   groupcommit.New(groupCommitSlots, groupCommitMax, l.claimBatch),
 		outcomes: groupcommit.New(groupCommitSlots, groupCommitMax, l.outcomeBatch),
+		policies: groupcommit.New(groupCommitSlots, groupCommitMax, l.policyBatch),
 	}
 }
 

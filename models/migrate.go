@@ -27,7 +27,11 @@ var indexSteps = map[int]string{23: "operations_lookalike"}
 // tables, indexes built CONCURRENTLY), by the oldest schema that still runs on a ledger they
 // have migrated. Every other step serves only binaries of its own schema. The rule for new
 // steps is in docs/OPERATIONS.md ("Upgrading"): expand, then contract one release later.
-var expands = map[int]int{22: 21, 23: 22, 24: 22, 25: 22, 26: 22, 27: 22, 28: 22}
+var expands = map[int]int{22: 21, 23: 22, 24: 22, 25: 22, 26: 22, 27: 22, 28: 22, 29: 22}
+
+// dialectSteps are the statements of a step written in each engine's own language, run after
+// its shared SQL, each whole: a trigger's body holds semicolons that splitStatements would cut.
+var dialectSteps = map[int]func(Dialect) []string{29: budgetCounterTriggers}
 
 // servesFrom is the oldest schema a binary may know and still run on a ledger migrated by
 // step m.
@@ -352,6 +356,13 @@ ALTER TABLE webhook_subscriptions ADD COLUMN routing_key_hint TEXT;
 	// the budgets' charges, and the rows that serialise the charges of one scope value. New
 	// tables: the previous release ignores them.
 	{28, "policies and budgets", policySchema},
+	// Budget counters (models/budget_counters.go): a budget's usage per scope value kept in a row
+	// the database updates with every charge and every change of an operation's state (two
+	// triggers), so a charge reads one row instead of summing its window. A table and triggers:
+	// the previous release ignores the table, and its state changes keep the counters exact.
+	// budget_locks, which step 28's charges locked, is no longer written; it goes one release
+	// later (contract).
+	{29, "budget counters", budgetCountersSchema},
 }
 
 // searchSchema is migration step 12: the indexes of the console's search that a new operation
@@ -479,7 +490,11 @@ func migrateBatch(conn *gorm.DB, d Dialect) (next *migration, err error) {
 				next = &m
 				return nil
 			}
-			for _, stmt := range splitStatements(dialectSQL(d, m.sql)) {
+			stmts := splitStatements(dialectSQL(d, m.sql))
+			if own, ok := dialectSteps[m.version]; ok {
+				stmts = append(stmts, own(d)...)
+			}
+			for _, stmt := range stmts {
 				if err := tx.Exec(stmt).Error; err != nil {
 					return fmt.Errorf("step %d (%s): %w", m.version, m.name, err)
 				}

@@ -86,8 +86,12 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 	// answers replays and recent misses were mostly new keys: a key that is known then costs
 	// that statement (which writes nothing) and the read, a new one the statement alone.
 	// Otherwise the read comes first (missGuess).
-	oneStatement := l.dialect == Postgres && in.Claim != nil && !in.NeedsApproval && in.Audit == nil && in.Compensates == "" && in.Policy == nil
-	guessing := oneStatement && l.replays.isLive()
+	batchable := l.dialect == Postgres && in.Claim != nil && !in.NeedsApproval && in.Audit == nil && in.Compensates == ""
+	oneStatement := batchable && in.Policy == nil
+	// A call a policy allows, with budgets to charge, goes to the ledger with the others of its
+	// kind in flight (policy_batch.go) unless a budget would hold or deny it.
+	withBudgets := batchable && in.Policy != nil && in.Policy.Decision == PolicyAllow
+	guessing := (oneStatement || withBudgets) && l.replays.isLive()
 	statementFirst := guessing && l.misses.likelyNew()
 	if !statementFirst {
 		if op, err := l.GetByKey(ctx, in.Tenant, in.Key); err == nil {
@@ -155,6 +159,16 @@ func (l *Ledger) Submit(ctx context.Context, in NewOperation) (Submitted, error)
 			l.misses.saw(err == nil && !s.Created || code == CodeKeyMismatch || code == CodeKeyExpired)
 		}
 		return s, err
+	}
+	if withBudgets {
+		s, done, err := l.submitWithBudgets(ctx, in, op, attempt, now, gen)
+		if statementFirst && done {
+			code := ErrorCode(err)
+			l.misses.saw(err == nil && !s.Created || code == CodeKeyMismatch || code == CodeKeyExpired)
+		}
+		if done {
+			return s, err
+		}
 	}
 	var existing *Operation
 	err := l.txn(ctx, "submit", func(tx *gorm.DB) ([]string, error) {
@@ -305,6 +319,44 @@ func (l *Ledger) submitClaimed(ctx context.Context, in NewOperation, op *Operati
 	}
 	l.committed(ctx, []string{op.ID}, created)
 	return Submitted{Op: op, Created: true, Attempt: attempt}, nil
+}
+
+// submitWithBudgets records op, claimed by attempt, with the batch of new operations with
+// budgets in flight (policy_batch.go). done is false when the batch did not decide it (a budget
+// holds or denies it, or the batch wrote nothing): Submit's transaction then does.
+func (l *Ledger) submitWithBudgets(ctx context.Context, in NewOperation, op *Operation, attempt *Attempt, now time.Time, gen uint64) (_ Submitted, done bool, err error) {
+	req := policyClaim{claim: claimRequest{op: op, attempt: attempt}, policy: in.Policy, actor: in.Actor}
+	for i, e := range []eventInput{createdEvent(op, in), attemptStartedEvent(op, attempt)} {
+		if req.claim.events[i], err = newEvent(now, e); err != nil {
+			return Submitted{}, true, err
+		}
+	}
+	ans, err := l.batch.policies.Do(ctx, req)
+	if err != nil {
+		return Submitted{}, true, unavailable("submit", err) // never sent
+	}
+	if ans.alone {
+		return Submitted{}, false, nil
+	}
+	created := []Transition{createdTransition(op, in)}
+	ctx, span := l.startWrite(ctx, "submit")
+	defer func() { endWrite(span, created, err) }()
+	if ans.err != nil {
+		return Submitted{}, true, commitCutOff(l.dialect, "submit", ans.err)
+	}
+	if !ans.created { // the key is known: recorded before, or by a concurrent submit now committed
+		created = nil
+		existing, err := l.GetByKey(ctx, in.Tenant, in.Key)
+		if err != nil {
+			return Submitted{}, true, err
+		}
+		l.replays.put(gen, existing)
+		s, err := sameOperation(existing, in)
+		return s, true, err
+	}
+	l.committed(ctx, []string{op.ID}, created)
+	op.Policy = in.Policy
+	return Submitted{Op: op, Created: true, Attempt: attempt}, true, nil
 }
 
 // insertOperation records a new operation unless its key is taken. Written out rather than

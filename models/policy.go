@@ -17,14 +17,9 @@ import (
 // operation, so that the amounts counted against one scope value never pass its limit without a
 // person's approval, however many requests and replicas race.
 //
-// How a budget is counted, and why it is exact: the usage of a scope value is not a counter that
-// could drift from the ledger, it is computed from the operations themselves: the sum of the
-// amounts charged to operations of that scope, in the window, whose state is PENDING, RUNNING,
-// UNKNOWN or SUCCEEDED (an operation awaiting approval does not count yet; one that ended
-// FAILED_FINAL gives its amount back; an approved one counts). The transaction locks the scope's
-// row of budget_locks first (FOR UPDATE on PostgreSQL; SQLite has one writer), so no two
-// operations of one scope are charged at once: each sees every charge committed before it. A
-// crash before the commit leaves nothing; after it, the charge is the operation's own row.
+// How a budget is counted, and why it is exact: budget_counters.go (a counter per scope value
+// that the database keeps with every charge and every change of state) and policy_batch.go
+// (how a batch of new operations is decided against the counters).
 
 // CodePolicyDenied: a policy rule or a budget denies the call (403 policy-denied). Nothing was
 // recorded, so the key may be used again once the policy allows it.
@@ -72,6 +67,9 @@ type BudgetUse struct {
 	Over  string    `json:"-"`
 	// Reason says what passing the limit means, for the agent and the reviewers.
 	Reason string `json:"-"`
+	// fileLimit is the tools file's limit, kept by the first decision: a tenant's own limit
+	// replaces Limit, and a member decided again (a batch's, alone) starts from the file's.
+	fileLimit *int64
 }
 
 // PolicyDenied is the refusal of a call by a rule or a budget (CodePolicyDenied's cause).
@@ -188,56 +186,23 @@ func budgetUsed(tx *gorm.DB, tenant, budget, scope string, since time.Time) (int
 	return used, err
 }
 
-// chargeBudgets locks each budget scope of p, reads what is counted, and decides each budget:
-// allow while the amount fits, the budget's over when it would pass the limit. It returns the
-// decision of the whole, the strictest of the rule's and the budgets'. Scopes are locked in the
-// file's order of budgets, the same for every operation, so that two operations charging the
-// same two budgets cannot deadlock.
+// chargeBudgets locks the counter of each budget scope of p, reads what is counted, and decides
+// each budget: allow while the amount fits, the budget's over when it would pass the limit. It
+// returns the decision of the whole, the strictest of the rule's and the budgets'. Counters are
+// locked in one order (counterKey's), the same for every transaction and batch, so that two
+// operations charging the same two budgets cannot deadlock. The charge itself is counted when
+// recordPolicy inserts it (budget_counters.go).
 func (l *Ledger) chargeBudgets(tx *gorm.DB, tenant string, p *PolicyDecision) (string, error) {
-	decision := p.Decision
+	var w counterWindows
 	for i := range p.Budgets {
-		b := &p.Budgets[i]
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&budgetLock{Tenant: tenant, Budget: b.Name, Scope: b.Scope}).Error; err != nil {
-			return "", fmt.Errorf("budget %s: %w", b.Name, err)
-		}
-		q := tx.Model(&budgetLock{}).Where("tenant = ? AND budget = ? AND scope = ?", tenant, b.Name, b.Scope)
-		if l.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		var lock budgetLock
-		if err := q.Take(&lock).Error; err != nil {
-			return "", fmt.Errorf("lock budget %s: %w", b.Name, err)
-		}
-		// A limit an admin set for the tenant replaces the file's, from the next operation on,
-		// on every replica: it is read here, in the transaction that charges.
-		var limits []int64
-		if err := tx.Model(&BudgetLimit{}).Where("tenant = ? AND budget = ?", tenant, b.Name).Pluck("limit_amount", &limits).Error; err != nil {
-			return "", fmt.Errorf("budget %s: %w", b.Name, err)
-		}
-		if len(limits) == 1 {
-			b.Limit = limits[0]
-		}
-		used, err := budgetUsed(tx, tenant, b.Name, b.Scope, b.Since)
-		if err != nil {
-			return "", fmt.Errorf("budget %s: %w", b.Name, err)
-		}
-		b.Used, b.Decision = used, PolicyAllow
-		if used+b.Amount > b.Limit {
-			b.Decision = b.Over
-		}
-		decision = stricter(decision, b.Decision)
+		w.add(tenant, &p.Budgets[i])
 	}
-	return decision, nil
+	counters, err := l.lockCounters(tx, &w)
+	if err != nil {
+		return "", err
+	}
+	return decideBudgets(tenant, p, counters, nil), nil
 }
-
-// budgetLock is a row of budget_locks.
-type budgetLock struct {
-	Tenant string `gorm:"primaryKey"`
-	Budget string `gorm:"primaryKey"`
-	Scope  string `gorm:"primaryKey"`
-}
-
-func (budgetLock) TableName() string { return "budget_locks" }
 
 // recordPolicy writes, in tx, what p decided of op and the charges of its budgets.
 func (l *Ledger) recordPolicy(tx *gorm.DB, now time.Time, op *Operation, p *PolicyDecision, actor string) error {

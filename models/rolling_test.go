@@ -56,11 +56,13 @@ func TestIndexStepBuiltConcurrently(t *testing.T) {
 	db := testdb.Open(t, models.Postgres)
 	require.NoError(t, db.Exec("DELETE FROM schema_migrations WHERE version >= 23").Error)
 	require.NoError(t, db.Exec("DROP INDEX operations_lookalike").Error)
-	// Back to schema 22: what steps 24 to 27 added goes too.
+	// Back to schema 22: what steps 24 to 29 added goes too.
 	require.NoError(t, db.Exec("ALTER TABLE webhook_subscriptions DROP COLUMN format, DROP COLUMN routing_key, DROP COLUMN routing_key_sealed, DROP COLUMN routing_key_hint").Error)
 	require.NoError(t, db.Exec("DROP TABLE emails").Error)
 	require.NoError(t, db.Exec("DROP TABLE user_invites").Error)
-	require.NoError(t, db.Exec("DROP TABLE operation_policies, budget_charges, budget_locks, budget_limits").Error)
+	require.NoError(t, db.Exec("DROP TRIGGER operations_budget_recount ON operations").Error)
+	require.NoError(t, db.Exec("DROP TABLE operation_policies, budget_charges, budget_locks, budget_limits, budget_counters").Error)
+	require.NoError(t, db.Exec("DROP FUNCTION operations_budget_recount(), budget_charges_count()").Error)
 	require.NoError(t, db.Exec("ALTER TABLE users DROP COLUMN email_muted, DROP COLUMN email_digest").Error)
 	// What a cut-off concurrent build leaves: an index of the name, marked invalid.
 	require.Error(t, db.Exec("CREATE UNIQUE INDEX CONCURRENTLY operations_lookalike ON schema_migrations ((true))").Error)

@@ -87,4 +87,7 @@ budgets:
 	assert.Zero(t, uncharged, "every operation that counts was charged: nothing lost")
 	require.NoError(t, s.ledger.DB().Raw("SELECT count(*) FROM operations WHERE state IN ('PENDING','RUNNING','UNKNOWN','SUCCEEDED')").Scan(&counting).Error)
 	assert.Equal(t, counting*1000, used, "what the budget counts is what the operations recompute to")
+	drifts, err := s.ledger.BudgetDrifts(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, drifts, "the budget's counter is what the charges recompute to after the kill")
 }
