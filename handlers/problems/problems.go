@@ -301,7 +301,9 @@ var table = []Type{
 		Status: http.StatusServiceUnavailable,
 		Title:  "Ledger unavailable",
 		Explanation: "idemgate could not reach the ledger database that records operations, so it could " +
-			"neither record nor look up the operation. It fails closed: nothing was executed by this " +
+			"neither record nor look up the operation within the request's ledger deadline (on PostgreSQL, 5 seconds " +
+			"unless the operator set `--ledger-deadline`): the answer comes within that deadline rather " +
+			"than after the database's own timeouts. It fails closed: nothing was executed by this " +
 			"request. Usually nothing was recorded either; but when the connection broke while the " +
 			"request's commit was in flight (a database failover), the operation may have been recorded, " +
 			"and then it runs: the `detail` says so.",
