@@ -95,6 +95,34 @@ tools:
     review: {escalate_after: 10m}
 `
 
+// lossCall is the tool and params of a key of the loss run.
+func lossCall(key string) (tool, params string) {
+	if strings.Contains(key, ":ticket-") {
+		return "tickets.create", fmt.Sprintf(`{"subject":%q}`, key)
+	}
+	return "refunds.issue", fmt.Sprintf(`{"order":%q}`, key)
+}
+
+// keyedTool is a tool of a service honouring keys ({{KEYED}}: its address), to follow
+// lossyTools.
+const keyedTool = `  - name: tickets.create
+    description: Create a ticket (the service honours Idempotency-Key)
+    effect: write
+    params_schema: {type: object, properties: {subject: {type: string}}}
+    http:
+      method: POST
+      url: http://{{KEYED}}/tickets
+      timeout: 400ms
+      idempotency_header: Idempotency-Key
+      result_reference: /id
+    reconcile:
+      url: http://{{KEYED}}/tickets?key={{.DownstreamKey}}
+      found: /data/0/id
+      settle: 1s
+    retry: {max_attempts: 3, initial_backoff: 50ms, max_backoff: 400ms}
+    review: {escalate_after: 10m}
+`
+
 // TestLossToADownstreamWithoutKeys (issue 48): 30 % of the packets to and from a refunds
 // service without key support are dropped, each way, and the link is cut for 1.5 s every 3 s,
 // while agents submit refunds; attempts
@@ -105,7 +133,9 @@ tools:
 // abort, a request abandoned by its attempt could reach the service after the reconciler
 // had believed its "not found" (settle counted from the attempt, the kernel still
 // retransmitting from the orphaned socket): the issue measured 13 refunds paid twice in two
-// runs of ~15,000 keys. IDEMGATE_NETFAULT_SECONDS sets the fault's length (default 20).
+// runs of ~15,000 keys. Beside the refunds, behind the same link, four more agents create
+// tickets at a service honouring keys: every one must end SUCCEEDED, created once.
+// IDEMGATE_NETFAULT_SECONDS sets the fault's length (default 20).
 func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	requireNetAdmin(t)
 	seconds := netfaultSeconds(t, "IDEMGATE_NETFAULT_SECONDS", 20, 60)
@@ -116,7 +146,14 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
 
-	tools := strings.ReplaceAll(lossyTools, "{{DOWN}}", l.farIP+":8080")
+	// Beside it, behind the same link, a ticket service honouring keys.
+	keyedLn := listenIn(t, l.far, l.farIP+":8081")
+	tk := &keyed{byKey: map[string]string{}}
+	keyedSrv := &http.Server{Handler: tk, ReadHeaderTimeout: time.Minute}
+	go func() { _ = keyedSrv.Serve(keyedLn) }()
+	t.Cleanup(func() { keyedSrv.Close() })
+
+	tools := strings.NewReplacer("{{DOWN}}", l.farIP+":8080", "{{KEYED}}", l.farIP+":8081").Replace(lossyTools + keyedTool)
 	g := gatewaytest.StartWith(t, models.Postgres, gatewaytest.Options{Recovery: true, DownstreamDial: dialFrom(l.near),
 		Catalog: func(string) (*catalog.Catalog, error) { return catalog.Load([]byte(tools)) }})
 
@@ -154,16 +191,21 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 		}
 	}()
 	var wg sync.WaitGroup
-	for w := range 8 {
+	// Eight agents submit refunds, four more tickets.
+	for w := range 12 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				key := fmt.Sprintf("agent-%d:refund-%d", w, i)
+				if w >= 8 {
+					key = fmt.Sprintf("agent-%d:ticket-%d", w, i)
+				}
+				tool, params := lossCall(key)
 				// A careful agent: the same key again after a 5xx or no answer.
 				for try := 0; try < 5; try++ {
 					start := time.Now()
-					r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), map[string]string{"Prefer": "wait=0"})
+					r := g.Submit(t, key, tool, params, map[string]string{"Prefer": "wait=0"})
 					h.add(w, key, start, r.Status, r.Body, nil)
 					if r.Status < 500 {
 						if r.Status == http.StatusCreated || r.Status == http.StatusAccepted || r.Status == http.StatusOK {
@@ -196,7 +238,8 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 	ids.Range(func(k, v any) bool {
 		key, id := k.(string), v.(string)
 		start := time.Now()
-		r := g.Submit(t, key, "refunds.issue", fmt.Sprintf(`{"order":%q}`, key), nil)
+		tool, params := lossCall(key)
+		r := g.Submit(t, key, tool, params, nil)
 		h.add(1000, key, start, r.Status, r.Body, nil) // the agents re-sending every key after the run
 		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
 		require.NoError(t, err)
@@ -219,7 +262,15 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 
 	// The whole history against the ledger and the refunds paid: none paid twice, none
 	// FAILED_FINAL and paid, every SUCCEEDED one paid once, every key answered consistently.
-	v := h.check(t, settled, down, false)
+	v := h.check(t, settled, both{refunds: down, tickets: tk}, false)
+	// The service honouring keys: every ticket created, once.
+	tickets := 0
+	for _, op := range settled.ops {
+		if op.Tool == "tickets.create" {
+			tickets++
+			assert.Equal(t, models.StateSucceeded, op.State, "%s: a ticket behind a lossy link, with keys, succeeds", op.Key)
+		}
+	}
 	attempts := 0
 	for _, id := range all {
 		op, err := g.Ledger.Get(context.Background(), g.Tenant, id)
@@ -227,7 +278,7 @@ func TestLossToADownstreamWithoutKeys(t *testing.T) {
 		attempts += op.Attempts
 	}
 	at := h.answerTimes(faultStart, healedAt, 0.5, 0.99, 1)
-	t.Logf("%d s of 30 %% loss each way and a 1.5 s cut every 3 s: %d operations (%d answers 5xx, re-sent), %d attempts, %d refunds paid; "+
+	t.Logf("%d s of 30 %% loss each way and a 1.5 s cut every 3 s: %d operations (%d answers 5xx, re-sent), %d attempts, %d refunds paid, %d tickets (keys) created for %d operations; "+
 		"answered in p50 %s, p99 %s, max %s during the fault, /readyz within %s; settled %s after the heal; %s",
-		seconds, submitted.Load(), refused.Load(), attempts, down.total(), at[0], at[1], at[2], ready(), settled.took.Round(100*time.Millisecond), v)
+		seconds, submitted.Load(), refused.Load(), attempts, down.total(), both{refunds: down, tickets: tk}.total()-down.total(), tickets, at[0], at[1], at[2], ready(), settled.took.Round(100*time.Millisecond), v)
 }
