@@ -36,11 +36,30 @@ var stateClasses = map[string]string{
 	"UNKNOWN":           "badge--unknown",
 }
 
+// stateLabels name the states in words, for people; the code stays in the badge's title.
+var stateLabels = map[string]string{
+	"PENDING":           "Pending",
+	"AWAITING_APPROVAL": "Awaiting approval",
+	"RUNNING":           "Running",
+	"SUCCEEDED":         "Succeeded",
+	"FAILED_FINAL":      "Failed",
+	"UNKNOWN":           "Outcome unknown",
+}
+
+// StateLabel names a state in words ("Awaiting approval"); a state this package does not know
+// is named by its code.
+func StateLabel(state string) string {
+	if l, ok := stateLabels[state]; ok {
+		return l
+	}
+	return state
+}
+
 // badgeClass returns the classes of a state's badge. A state this package does not know is shown
 // as a plain badge.
 func badgeClass(state string) string {
 	if c, ok := stateClasses[state]; ok {
-		return "badge " + c
+		return "badge badge--state " + c
 	}
 	return "badge"
 }

@@ -90,3 +90,20 @@ func grouped(n int) string {
 	}
 	return s
 }
+
+// minuteText is t's text to the minute: "2026-12-07 23:33 UTC".
+func minuteText(t Time) string {
+	const full = "2006-01-02 15:04:05 UTC"
+	if len(t.Text) == len(full) && t.Text[16] == ':' {
+		return t.Text[:16] + t.Text[19:]
+	}
+	return t.Text
+}
+
+// rowTimeTitle is what a list row's time says on hover: to the second, and its age.
+func rowTimeTitle(t Time) string {
+	if t.Age == "" {
+		return t.Text
+	}
+	return t.Text + ", " + t.Age
+}

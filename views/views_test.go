@@ -220,8 +220,12 @@ func TestErrorPage(t *testing.T) {
 	}
 }
 
+// A state badge says the state in words, its code on hover (issue 51 item 5); a state it does
+// not know, by its code.
 func TestStateBadge(t *testing.T) {
 	t.Parallel()
+	words := map[string]string{"PENDING": "Pending", "AWAITING_APPROVAL": "Awaiting approval", "RUNNING": "Running",
+		"SUCCEEDED": "Succeeded", "FAILED_FINAL": "Failed", "UNKNOWN": "Outcome unknown"}
 	for state, class := range map[string]string{
 		"PENDING":           "badge--pending",
 		"AWAITING_APPROVAL": "badge--awaiting-approval",
@@ -232,11 +236,12 @@ func TestStateBadge(t *testing.T) {
 		"SOMETHING_ELSE":    "",
 	} {
 		out := render(t, views.StateBadge(state))
-		want := "badge"
+		want, label := "badge", state
 		if class != "" {
-			want += " " + class
+			want += " badge--state " + class
+			label = words[state]
 		}
-		assert.Equal(t, `<span class="`+want+`" data-testid="state-badge" data-state="`+state+`">`+state+`</span>`, out)
+		assert.Equal(t, `<span class="`+want+`" data-testid="state-badge" data-state="`+state+`" title="`+state+`">`+label+`</span>`, out)
 	}
 }
 

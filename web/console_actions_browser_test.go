@@ -27,7 +27,7 @@ func TestBrowserResolveUnknownRefund(t *testing.T) {
 
 	signIn(t, ctx, con.URL+"/operations/"+refund.ID, "rita@example.com", ritaPW)
 	run(t, ctx, chromedp.WaitVisible(testID("action-panel")))
-	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(header)))
+	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(header)))
 	screenshot(t, ctx, "operation-actions")
 
 	run(t, ctx,
@@ -43,7 +43,7 @@ func TestBrowserResolveUnknownRefund(t *testing.T) {
 		chromedp.Click(testID("action-submit-confirm_not_executed")),
 		chromedp.WaitVisible(testID("notice")),
 	)
-	assert.Equal(t, "PENDING", value(t, ctx, chromedp.Text(header)), "the page shows the new state")
+	assert.Equal(t, "Pending", value(t, ctx, chromedp.Text(header)), "the page shows the new state")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "Recorded as not executed.")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("timeline"))), reason, "the reason is on the timeline")
 	assert.Contains(t, value(t, ctx, chromedp.Location()), "/operations/"+refund.ID, "back on the operation (post/redirect/get)")

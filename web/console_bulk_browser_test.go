@@ -221,7 +221,7 @@ func TestBrowserBulkResultUpdatesItself(t *testing.T) {
 	row := func(op *models.Operation, id string) string {
 		return `[data-testid="bulk-row"][data-operation-id="` + op.ID + `"] ` + testID(id)
 	}
-	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(ops[0], "bulk-now")))))
+	assert.Equal(t, "Outcome unknown", strings.TrimSpace(value(t, ctx, chromedp.Text(row(ops[0], "bulk-now")))))
 	run(t, ctx, chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
 
 	// The worker's look-up finds the first refund in the payment system.
@@ -236,9 +236,9 @@ func TestBrowserBulkResultUpdatesItself(t *testing.T) {
 	}
 
 	run(t, ctx, chromedp.WaitVisible(testID("live-changed")))
-	assert.Equal(t, "SUCCEEDED", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-now")))))
-	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(other, "bulk-now")))))
-	assert.Equal(t, "UNKNOWN", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-selected")))), "what was decided on stays said")
+	assert.Equal(t, "Succeeded", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-now")))))
+	assert.Equal(t, "Outcome unknown", strings.TrimSpace(value(t, ctx, chromedp.Text(row(other, "bulk-now")))))
+	assert.Equal(t, "Outcome unknown", strings.TrimSpace(value(t, ctx, chromedp.Text(row(found, "bulk-selected")))), "what was decided on stays said")
 	assert.Equal(t, "1 look-up: found · 1 attempt · HTTP 504", value(t, ctx, chromedp.Text(row(found, "bulk-evidence"))))
 	assert.Equal(t, "Some of these operations moved on: the page shows them as they are now.",
 		value(t, ctx, chromedp.Text(testID("live-changed"))))

@@ -391,7 +391,7 @@ func TestBulkResultFollowsItsOperations(t *testing.T) {
 
 		result := applyBulk(t, desk.rita, path, url.Values{"reason": {"Provider outage 4711: ask again."}})
 		assert.Equal(t, []string{path + "/version"}, result.Attrs("bulk", "data-live-src"))
-		assert.Equal(t, []string{"UNKNOWN", "UNKNOWN"}, result.TestIDs("bulk-now"))
+		assert.Equal(t, []string{"Outcome unknown", "Outcome unknown"}, result.TestIDs("bulk-now"))
 		assert.Empty(t, result.TestIDs("bulk-tenant"), "no tenant column for a viewer of one tenant")
 		shown := result.Attrs("bulk", "data-live-version")
 		require.Len(t, shown, 1)
@@ -414,8 +414,8 @@ func TestBulkResultFollowsItsOperations(t *testing.T) {
 		assert.NotEqual(t, shown[0], moved)
 		again := desk.rita.Get(t, path)
 		assert.Equal(t, []string{moved}, again.Attrs("bulk", "data-live-version"))
-		assert.ElementsMatch(t, []string{"SUCCEEDED", "UNKNOWN"}, again.TestIDs("bulk-now"))
-		assert.Equal(t, []string{"UNKNOWN", "UNKNOWN"}, again.TestIDs("bulk-selected"), "what the reviewer decided on stays said")
+		assert.ElementsMatch(t, []string{"Succeeded", "Outcome unknown"}, again.TestIDs("bulk-now"))
+		assert.Equal(t, []string{"Outcome unknown", "Outcome unknown"}, again.TestIDs("bulk-selected"), "what the reviewer decided on stays said")
 
 		// A reviewer of every tenant is told each row's tenant.
 		theirs := desk.unknown(t, "globex", "order-3:refund")

@@ -259,7 +259,7 @@ func TestBrowserEmailToReviewers(t *testing.T) {
 	run(t, ctx, chromedp.SendKeys(testID("login-email"), "rita@example.com"), chromedp.SendKeys(testID("login-password"), ritaPW),
 		chromedp.Click(testID("login-submit")), chromedp.WaitVisible(stateBadge))
 	assert.Equal(t, link[1], value(t, ctx, chromedp.Location()), "signed in, on the operation the email named")
-	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(stateBadge)))
 }
 
 // selected is the value of the chosen option of the select with that data-testid.

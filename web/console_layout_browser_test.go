@@ -42,6 +42,15 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		}
 	}
 
+	// On a desktop a list row is one line (it was two, ~64 px): its time to the minute, to the
+	// second on hover.
+	run(t, ctx, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(con.URL+"/operations"), chromedp.WaitVisible(testID("search-results")))
+	rows := value(t, ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll('[data-testid="operation-row"]'), (r) => r.getBoundingClientRect().height)`))
+	t.Logf("/operations at 1440 px: rows %v px tall", rows)
+	for _, h := range rows {
+		assert.LessOrEqual(t, h, 48.0, "/operations at 1440 px: a row of one line")
+	}
+
 	// The search's first result starts on the first screen: the filters beyond key and param
 	// fold until one is set, and on a phone so do the saved views and the decision on many
 	// (it was at 791 px and 1,782 px).
@@ -64,6 +73,14 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 		getComputedStyle(td).display + ' ' + getComputedStyle(td, '::before').content)`))
 	assert.Contains(t, cells, `block "Attempts"`)
 	assert.Contains(t, cells, `block "Error class"`)
+	// Compact cards: the key on its line, the facts side by side (each was a 435 px card).
+	run(t, ctx, chromedp.Navigate(con.URL+"/operations"), chromedp.WaitVisible(testID("search-results")))
+	heights := value(t, ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll('[data-testid="operation-row"]'), (r) => r.getBoundingClientRect().height)`))
+	require.NotEmpty(t, heights)
+	t.Logf("/operations at 390 px: %d rows, %v px tall", len(heights), heights)
+	for _, h := range heights {
+		assert.LessOrEqual(t, h, 160.0, "/operations at 390 px: a compact row")
+	}
 	// Long params wrap rather than widen the page.
 	run(t, ctx, chromedp.Navigate(con.URL+"/operations/"+longID), chromedp.WaitVisible(testID("params-json")))
 	wraps := value(t, ctx, chromedp.Evaluate[bool](`(() => { const p = document.querySelector('[data-testid="params-json"]');
@@ -71,7 +88,8 @@ func TestBrowserNoPageScrollsSideways(t *testing.T) {
 	assert.True(t, wraps, "long params wrap inside their card")
 	screenshot(t, ctx, "phone-operation")
 	// The admin's tables are cards too: none scrolls sideways inside its region.
-	for path, tables := range map[string][]string{"/admin": {"tenant-table", "user-table"}, "/admin/webhooks": {"webhook-table"}} {
+	// So is the audit log: a list, not a table scrolled sideways.
+	for path, tables := range map[string][]string{"/admin": {"tenant-table", "user-table"}, "/admin/webhooks": {"webhook-table"}, "/audit": {"audit-table"}} {
 		run(t, ctx, chromedp.Navigate(con.URL+path), chromedp.WaitReady("footer"))
 		for _, table := range tables {
 			got := value(t, ctx, chromedp.Evaluate[[]string](`(() => { const t = document.querySelector('[data-testid="`+table+`"]');

@@ -49,7 +49,7 @@ func TestBrowserApprovingAnMCPTask(t *testing.T) {
 			defer cancel()
 			signIn(t, tab, con.URL+"/login?next=%2Foperations%2F"+id, "rita@example.com", pw)
 			run(t, tab, chromedp.WaitVisible(testID("action-open-approve")))
-			assert.Equal(t, "AWAITING_APPROVAL", value(t, tab, chromedp.Text(stateBadge)))
+			assert.Equal(t, "Awaiting approval", value(t, tab, chromedp.Text(stateBadge)))
 			decide(t, tab, models.ActionApprove, "Invoice 7 matches the order.")
 			assert.Contains(t, value(t, tab, chromedp.Text(testID("notice"))), "Approved")
 
@@ -76,7 +76,7 @@ func TestBrowserApprovingAnMCPTask(t *testing.T) {
 			assert.Equal(t, plain, done["result"], "the task's result is what a plain call answers")
 			assert.Equal(t, 1, con.Sandbox.Committed("refunds"), "the payout ran once")
 			run(t, tab, chromedp.Reload(), chromedp.WaitVisible(stateBadge))
-			assert.Equal(t, "SUCCEEDED", value(t, tab, chromedp.Text(stateBadge)))
+			assert.Equal(t, "Succeeded", value(t, tab, chromedp.Text(stateBadge)))
 		})
 	}
 }

@@ -74,7 +74,7 @@ func TestBrowserOperationTopAnswersWhyAndWhatIsSafe(t *testing.T) {
 	first := value(t, ctx, chromedp.Evaluate[string](`document.querySelector('main').firstElementChild.getAttribute('data-testid')`))
 	assert.Equal(t, "notice", first, "the action's result is the first thing on the page")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "Recorded as not executed")
-	assert.Equal(t, "PENDING", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Pending", value(t, ctx, chromedp.Text(stateBadge)))
 	assert.Equal(t, "info", value(t, ctx, chromedp.AttributeValue(testID("situation"), "data-tone")).Value, "no UNKNOWN warning on a PENDING page")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("situation-outcome"))), "Waiting to be sent")
 	top := value(t, ctx, chromedp.Text(testID("situation")))
@@ -99,7 +99,7 @@ func TestBrowserCompensatedMarker(t *testing.T) {
 	run(t, ctx, chromedp.WaitVisible(testID("compensated-marker")))
 	marker := words(value(t, ctx, chromedp.Text(testID("compensated-marker"))))
 	assert.Contains(t, marker, "Compensated by compensate:"+ticket.ID)
-	assert.Contains(t, marker, "AWAITING_APPROVAL")
+	assert.Contains(t, marker, "Awaiting approval")
 	assert.Equal(t, "T-7", value(t, ctx, chromedp.Text(testID("situation-reference"))), "the downstream's own id once known")
 	assert.Equal(t, "Done: the tickets service answered HTTP 201.", value(t, ctx, chromedp.Text(testID("situation-outcome"))))
 
@@ -323,7 +323,7 @@ func TestBrowserSmallTruths(t *testing.T) {
 	decide(t, stale, models.ActionMarkFailed, "Giving up.")
 	assert.Equal(t, page, value(t, stale, chromedp.Location()), "not left on a POST-only address")
 	assert.Contains(t, value(t, stale, chromedp.Text(testID("notice"))), "it is SUCCEEDED now, not UNKNOWN")
-	assert.Equal(t, "SUCCEEDED", value(t, stale, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Succeeded", value(t, stale, chromedp.Text(stateBadge)))
 	// A reload repeats nothing.
 	run(t, stale, chromedp.Reload(), chromedp.WaitVisible(stateBadge))
 	assert.Zero(t, count(t, stale, testID("notice")))

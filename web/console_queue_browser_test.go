@@ -74,6 +74,25 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 		assert.LessOrEqual(t, h, 48.0, "row %d at 1440 px", i+1)
 	}
 	t.Logf("rows at 1440×900: %v px", heights)
+	// Why a review is open, when it is not what the state says (a ticket handed to a person),
+	// is cut short with an ellipsis, never mid-letter, its whole text in its title; the row
+	// stays one line. The waiting time is alone in its cell, when it was opened on hover.
+	handed := con.Operation(t, consoletest.Seed{Tenant: "acme", Key: "order-1050:ticket", Tool: "tickets.create", Params: `{"subject":"Parcel lost"}`})
+	_, openErr := con.Ledger.OpenReview(t.Context(), handed, models.ReasonManual, "user:ravi@example.com")
+	require.NoError(t, openErr)
+	run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`[data-operation-id="`+handed.ID+`"] `+testID("review-reason")))
+	reasons := value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="review-reason"]'), (e) => {
+		const s = getComputedStyle(e); return [s.textOverflow, s.overflowX, s.whiteSpace, String(e.title !== ''),
+			String(e.closest('[data-testid="review-row"]').getBoundingClientRect().height <= 48)].join(' '); })`))
+	require.NotEmpty(t, reasons)
+	for _, r := range reasons {
+		assert.Equal(t, "ellipsis hidden nowrap true true", r, "a reason cut short ends in an ellipsis, on a row of one line")
+	}
+	ages := value(t, ctx, chromedp.Evaluate[[]int](`Array.from(document.querySelectorAll('[data-testid="review-row"] td:first-child'),
+		(td) => td.querySelectorAll('time, div').length)`))
+	for _, n := range ages {
+		assert.Zero(t, n, "the waiting time alone, its opening time on hover")
+	}
 
 	// Rows that differ read differently: each says, on its one line, what its attempts and
 	// look-ups saw. The refund's connection closed and its look-ups all got HTTP 500; the

@@ -119,13 +119,13 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
 	row := `[data-testid="review-row"][data-operation-id="` + refund.ID + `"]`
 	run(t, ctx, chromedp.WaitVisible(row))
-	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(row+" "+testID("state-badge"))))
+	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(row+" "+testID("state-badge"))))
 	run(t, ctx,
 		chromedp.Click(row+" "+testID("review-operation-link")),
 		chromedp.WaitVisible(testID("action-panel")),
 	)
 	assert.Equal(t, page, value(t, ctx, chromedp.Location()))
-	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(stateBadge)))
 	assert.Zero(t, count(t, ctx, decisionRow))
 	entries := count(t, ctx, testID("timeline-entry"))
 
@@ -151,7 +151,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	assert.Equal(t, []string{"2", "1"}, submits, "two clicks, one form sent")
 	assert.Contains(t, value(t, ctx, chromedp.Text(testID("notice"))), "Recorded as SUCCEEDED with downstream reference R-5001.",
 		"the outcome of the first click, not the refusal of a second")
-	assert.Equal(t, "SUCCEEDED", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Succeeded", value(t, ctx, chromedp.Text(stateBadge)))
 	assert.Equal(t, "R-5001", value(t, ctx, chromedp.Text(testID("downstream-ref"))))
 	assert.Equal(t, page, value(t, ctx, chromedp.Location()), "back on the operation (post/redirect/get)")
 	assert.Equal(t, 1, count(t, ctx, decisionRow), "one decision on the timeline")
@@ -172,7 +172,7 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	notice := value(t, stale, chromedp.Text(testID("notice")))
 	assert.Contains(t, notice, "Nothing was changed.")
 	assert.Contains(t, notice, "it is SUCCEEDED now, not UNKNOWN")
-	assert.Equal(t, "SUCCEEDED", value(t, stale, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Succeeded", value(t, stale, chromedp.Text(stateBadge)))
 	assert.Zero(t, count(t, stale, testID("action")), "no forms on a SUCCEEDED refund")
 	rec, err = con.Ledger.OperationRecord(t.Context(), models.AllTenants(), refund.ID)
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func TestBrowserApprovals(t *testing.T) {
 		page := con.URL + "/operations/" + payout.ID
 
 		run(t, rita, chromedp.Navigate(page), chromedp.WaitVisible(testID("approvals")))
-		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Awaiting approval", value(t, rita, chromedp.Text(stateBadge)))
 		assert.Equal(t, "0 of 2 approvals", value(t, rita, chromedp.Text(testID("approvals-count"))))
 		stale := newTab(t, rita)
 		run(t, stale, chromedp.Navigate(page), chromedp.WaitVisible(testID("action-open-approve")), pauseLive)
@@ -216,12 +216,12 @@ func TestBrowserApprovals(t *testing.T) {
 		assert.Equal(t, "rita@example.com", value(t, rita, chromedp.Text(testID("approvers"))))
 		assert.Contains(t, value(t, rita, chromedp.Text(testID("approval-note"))), "You have approved it.")
 		assert.Zero(t, count(t, rita, testID("action-open-approve")), "approve is not offered to who approved")
-		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Awaiting approval", value(t, rita, chromedp.Text(stateBadge)))
 
 		decide(t, stale, models.ActionApprove, "Approve again.")
 		assert.Contains(t, value(t, stale, chromedp.Text(testID("notice"))), "has already approved this operation")
 		assert.Equal(t, "1 of 2 approvals", value(t, stale, chromedp.Text(testID("approvals-count"))), "the count is unchanged")
-		assert.Equal(t, "AWAITING_APPROVAL", value(t, stale, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Awaiting approval", value(t, stale, chromedp.Text(stateBadge)))
 		rec := waitFor(t, con, payout, models.StateAwaitingApproval)
 		assert.Equal(t, []string{"user:rita@example.com approve"}, reviewActions(rec))
 		assert.Zero(t, con.Sandbox.Committed("refunds"))
@@ -235,7 +235,7 @@ func TestBrowserApprovals(t *testing.T) {
 		assert.Equal(t, []string{"user:rita@example.com approve", "user:ravi@example.com approve"}, reviewActions(rec))
 		assert.Equal(t, 1, con.Sandbox.Committed("refunds"), "the payout ran once")
 		run(t, ravi, chromedp.Reload(), chromedp.WaitVisible(stateBadge))
-		assert.Equal(t, "SUCCEEDED", value(t, ravi, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Succeeded", value(t, ravi, chromedp.Text(stateBadge)))
 	})
 
 	// Four eyes: Rita proposes the compensation of a ticket, is not offered approve, and her
@@ -256,7 +256,7 @@ func TestBrowserApprovals(t *testing.T) {
 		page := con.URL + "/operations/" + comp.ID
 		assert.Equal(t, page, value(t, rita, chromedp.Location()), "on the new compensation")
 		assert.Equal(t, "compensate:"+ticket.ID, value(t, rita, chromedp.Text(testID("operation-key"))))
-		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Awaiting approval", value(t, rita, chromedp.Text(stateBadge)))
 		assert.Contains(t, value(t, rita, chromedp.Text(testID("approval-note"))), "You proposed this compensation")
 		assert.Zero(t, count(t, rita, testID("action-open-approve")), "approve is not offered to the proposer")
 
@@ -267,7 +267,7 @@ func TestBrowserApprovals(t *testing.T) {
 		notice := value(t, rita, chromedp.Text(testID("notice")))
 		assert.Contains(t, notice, "Nothing was changed.")
 		assert.Contains(t, notice, "Four eyes")
-		assert.Equal(t, "AWAITING_APPROVAL", value(t, rita, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Awaiting approval", value(t, rita, chromedp.Text(stateBadge)))
 		assert.Equal(t, "0 of 1 approvals", value(t, rita, chromedp.Text(testID("approvals-count"))))
 		assert.Empty(t, reviewActions(waitFor(t, con, comp, models.StateAwaitingApproval)))
 		assert.Zero(t, con.Sandbox.Committed("closes"))
@@ -279,9 +279,9 @@ func TestBrowserApprovals(t *testing.T) {
 
 		waitFor(t, con, comp, models.StateSucceeded)
 		run(t, ravi, chromedp.Reload(), chromedp.WaitVisible(stateBadge))
-		assert.Equal(t, "SUCCEEDED", value(t, ravi, chromedp.Text(stateBadge)))
+		assert.Equal(t, "Succeeded", value(t, ravi, chromedp.Text(stateBadge)))
 		run(t, ravi, chromedp.Navigate(con.URL+"/operations/"+ticket.ID), chromedp.WaitVisible(testID("compensated-by")))
-		assert.Equal(t, "SUCCEEDED", value(t, ravi, chromedp.Text(testID("compensated-by")+" "+testID("state-badge"))))
+		assert.Equal(t, "Succeeded", value(t, ravi, chromedp.Text(testID("compensated-by")+" "+testID("state-badge"))))
 		assert.Equal(t, 1, con.Sandbox.Committed("closes"), "the compensation ran once")
 		assert.Equal(t, 1, con.Sandbox.Committed("tickets"))
 	})

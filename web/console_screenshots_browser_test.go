@@ -64,7 +64,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		chromedp.SendKeys(testID("action-reason-confirm_succeeded"), "R-5001 is on the sandbox page, made by this operation."),
 		chromedp.Blur(testID("action-reason-confirm_succeeded")),
 	)
-	assert.Equal(t, "UNKNOWN", value(t, ctx, chromedp.Text(stateBadge)))
+	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(stateBadge)))
 	assert.Equal(t, 4, count(t, ctx, testID("action")))
 	docsScreenshot(t, ctx, "operation", 1180)
 }

@@ -70,7 +70,10 @@
         continue;
       }
       var s = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
-        pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+        pad(d.getHours()) + ":" + pad(d.getMinutes());
+      if (/\d{2}:\d{2}:\d{2}/.test(text)) {
+        s += ":" + pad(d.getSeconds()); // a list row's time is to the minute, and stays so
+      }
       if (/:\d{2}\.\d{3}/.test(text)) {
         s += "." + pad(d.getMilliseconds(), 3);
       }
