@@ -36,9 +36,10 @@ import (
 // used is, at every commit, exactly the sum over the charges it describes: budgetDrift
 // recomputes it, and the concurrency tests compare the two after every run.
 //
-// A window's start moves in whole seconds (windowStart): a rolling window may count a charge up
-// to a second older than its length, never one fewer, and the window moves at most once a
-// second per scope value, not once per charge.
+// A window's start moves in steps (a 1,440th of a rolling window, at least a second: the
+// budget's Since, jobs/catalog/rules.WindowStep; windowStart keeps whole seconds): a rolling
+// window may count a charge up to a step older than its length, never one fewer, and the
+// window moves at most once a step per scope value, not once per charge.
 
 // countingList is countingStates written out for the triggers' SQL.
 const countingList = "('PENDING', 'RUNNING', 'UNKNOWN', 'SUCCEEDED')"

@@ -155,3 +155,36 @@ func TestBudgetCountersMigratedFromCharges(t *testing.T) {
 		assert.Empty(t, drifts)
 	})
 }
+
+// A batch whose window starts before the one this replica last saw (a replica whose clock is
+// behind, or a member stamped earlier) is decided on the exact count, which the earlier window
+// makes larger: never on the remembered one, which would let it pass the limit.
+func TestBudgetWindowMovedBackIsDecidedOnTheExactCount(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		t0 := time.Now().UTC().Truncate(time.Second)
+		clk := &handClock{t: t0}
+		l := models.New(models.Config{DB: testdb.Open(t, d), Dialect: d, Now: clk.Now})
+		c := agentOf(ctx, t, l)
+		submit := func(key string, since time.Time) *models.Operation {
+			t.Helper()
+			in := newOp(c, key)
+			in.Claim = &models.ClaimSpec{Worker: "w", LeaseFor: time.Minute}
+			in.Policy = &models.PolicyDecision{Decision: models.PolicyAllow, Budgets: []models.BudgetUse{{
+				Name: "per-agent", Scope: "agent-1", Amount: 100, Limit: 250, Since: since, Over: models.PolicyRequireApproval}}}
+			s, err := l.Submit(ctx, in)
+			require.NoError(t, err)
+			return s.Op
+		}
+		submit("x1", t0.Add(-time.Hour))
+		clk.Advance(2 * time.Hour)
+		x2 := submit("x2", clk.Now().Add(-time.Hour))
+		assert.Equal(t, int64(0), x2.Policy.Budgets[0].Used, "x1 left the window")
+		x3 := submit("x3", t0.Add(-30*time.Minute))
+		assert.Equal(t, int64(200), x3.Policy.Budgets[0].Used, "the window moved back over x1: x1 and x2")
+		assert.Equal(t, models.StateAwaitingApproval, x3.State, "200 + 100 passes 250")
+		drifts, err := l.BudgetDrifts(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, drifts)
+	})
+}

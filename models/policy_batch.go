@@ -26,9 +26,9 @@ import (
 //     that (and the tenant's limit is the one read): it moves each counter's window in the same
 //     statement, under the row lock its UPDATE takes, and fails as a whole (nothing written)
 //     when any counter changed meanwhile: another replica charged it, an operation failed or
-//     was approved. A decision taken on a counter whose window has since moved counted charges
-//     that left it, so it can only be stricter: a member it would hold or deny is decided again
-//     alone, and an allowed one is allowed by the exact count too;
+//     was approved. A batch whose windows start where the cached ones do is decided on exactly
+//     the count its members' windows hold; one whose window moved (once a step, a minute of a
+//     day's window) runs locked;
 //   - locked (a transaction, four round trips): when a counter is not known to this process or
 //     the checked statement failed, the counters are locked in counterKey order, moved and read
 //     (lockCounters), the members decided and written, and the transaction commits.
@@ -115,11 +115,24 @@ func (l *Ledger) policyBatch(ctx context.Context, reqs []policyClaim, out []poli
 		}
 	}
 	keys := w.sorted()
-	if cached, ok := l.batch.counters.get(keys); ok && l.checkedBatch(ctx, reqs, out, &w, cached) {
+	if cached, ok := l.batch.counters.get(keys); ok && sameWindows(&w, cached) && l.checkedBatch(ctx, reqs, out, &w, cached) {
 		return
 	}
 	clear(out)
 	l.lockedBatch(ctx, reqs, out, &w)
+}
+
+// sameWindows reports whether every window of w starts where the cached one does: the cached
+// count is then the count of the window each member is decided in. A window that moves (once a
+// step of its budget's window, rules.WindowStep) is moved and read locked, so that what a member
+// records as used is exact.
+func sameWindows(w *counterWindows, cached map[counterKey]cachedCounter) bool {
+	for k, since := range w.since {
+		if !since.Equal(cached[k].window) {
+			return false
+		}
+	}
+	return true
 }
 
 // decideMembers decides each member of reqs in turn against counters and the members before it,
@@ -163,10 +176,20 @@ func (l *Ledger) checkedBatch(ctx context.Context, reqs []policyClaim, out []pol
 		counters[k] = counter{used: c.used, limit: c.limit}
 	}
 	written := decideMembers(reqs, out, counters)
+	if len(written) < len(reqs) {
+		// A member goes alone: its own transaction decides it on the exact count, which the
+		// cache may be far above (a window that moved a day). The next batch reads the
+		// counters locked and caches them again.
+		l.batch.counters.forget(w.keys)
+	}
 	if len(written) == 0 {
 		return true // every member goes alone
 	}
-	s, err := policyStatement(reqs, written, &counterCheck{keys: w.keys, cached: cached, since: w.since})
+	var check *counterCheck
+	if len(w.keys) > 0 { // rules only, no budget: nothing to check
+		check = &counterCheck{keys: w.keys, cached: cached, since: w.since}
+	}
+	s, err := policyStatement(reqs, written, check)
 	if err != nil {
 		return false
 	}

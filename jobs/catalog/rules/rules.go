@@ -283,7 +283,14 @@ type Charge struct {
 	Period string        `json:"-"`
 }
 
-// Since is when the charge's window (or period) began at now.
+// WindowStep is how far a rolling window's start moves at a time: a 1,440th of its length (a
+// minute of a day), at least a second. A budget's usage then changes only when a charge is
+// made, given back or approved, or once a step when old charges leave, rather than at every
+// instant; the window counts charges up to a step older than its length, never fewer.
+func WindowStep(window time.Duration) time.Duration { return max(time.Second, window/1440) }
+
+// Since is when the charge's window (or period) began at now: for a rolling window, the whole
+// step (WindowStep) at or before now less the window.
 func (c Charge) Since(now time.Time) time.Time {
 	now = now.UTC()
 	switch c.Period {
@@ -295,7 +302,7 @@ func (c Charge) Since(now time.Time) time.Time {
 	case "month":
 		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	}
-	return now.Add(-c.Window)
+	return now.Add(-c.Window).Truncate(WindowStep(c.Window))
 }
 
 // Outcome is what the rules decided of a call, before the budgets' usage is known.

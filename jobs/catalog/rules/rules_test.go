@@ -139,3 +139,17 @@ func TestEvaluationFailsClosed(t *testing.T) {
 	o = s.Evaluate(call(t, "refunds.issue", `{"amount_cents":1,"currency":"EUR"}`, "agent"))
 	assert.Equal(t, rules.Deny, o.Decision, "an absent field fails closed (has() tests it)")
 }
+
+// A rolling window starts at the whole step at or before now less its length (a 1,440th of it,
+// at least a second), so it never counts less than its length; a calendar period at its start.
+func TestWindowStart(t *testing.T) {
+	now := time.Date(2026, 12, 7, 15, 4, 5, 600_000_000, time.UTC)
+	day := rules.Charge{Window: 24 * time.Hour}
+	assert.Equal(t, time.Minute, rules.WindowStep(24*time.Hour))
+	assert.Equal(t, time.Date(2026, 12, 6, 15, 4, 0, 0, time.UTC), day.Since(now))
+	assert.Equal(t, day.Since(now), day.Since(now.Add(50*time.Second)), "the start moves once a step")
+	assert.Equal(t, time.Second, rules.WindowStep(10*time.Minute))
+	assert.Equal(t, time.Date(2026, 12, 7, 14, 54, 5, 0, time.UTC), rules.Charge{Window: 10 * time.Minute}.Since(now))
+	assert.Equal(t, time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), rules.Charge{Period: "day"}.Since(now))
+	assert.Equal(t, time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), rules.Charge{Period: "week"}.Since(now), "7 December 2026 is a Monday")
+}
