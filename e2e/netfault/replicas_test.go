@@ -238,10 +238,10 @@ func (r *replicas) url(i int) string {
 // restart does. Eight agents submit new keys to one replica and, as careful agents do,
 // send the same key again after a timeout, a 5xx or a broken connection (to the other
 // replica), and check back with the same key on the other replica. After the heal: every
-// key final or in a person's queue within the recovery window, every key sent once more,
+// key final or in a person's queue within the recovery window, every key recorded sent again,
 // and the checker over the whole history (each key's answers consistent with each other
 // and with the ledger; no key with two effects, none FAILED_FINAL with one, none SUCCEEDED
-// without one). Phases last half the run, or 2 minutes in a run longer than 4.
+// without one). Phases last half the run, or 2 minutes in a run longer than 4 minutes.
 func TestTwoReplicasKilledUnderNetworkFaults(t *testing.T) {
 	requireNetAdmin(t)
 	seconds := netfaultSeconds(t, "IDEMGATE_NETFAULT_REPLICAS_SECONDS", 20, 1200)
