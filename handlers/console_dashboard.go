@@ -1,11 +1,16 @@
 package handlers
 
 import (
+	"maps"
+	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/jobs"
+	"github.com/idemgate/idemgate/jobs/catalog"
 	"github.com/idemgate/idemgate/models"
 	"github.com/idemgate/idemgate/views"
 	"github.com/labstack/echo/v4"
@@ -45,6 +50,11 @@ func (h *Console) Dashboard(c echo.Context) error {
 		p.Total += n
 		p.States = append(p.States, views.StateCount{State: string(s), Count: n, Href: "/operations?state=" + url.QueryEscape(string(s))})
 	}
+	if p.Approvals = d.ByState[models.StateAwaitingApproval]; p.Approvals > 0 {
+		if p.ApprovalsSum, p.ApprovalsPartial, err = h.approvalsAtStake(c, v); err != nil {
+			return err
+		}
+	}
 	if d.OldestUnresolved != nil {
 		r := operationRow(d.OldestUnresolved, d.Now)
 		p.Oldest, p.OldestAge = &r, views.Age(d.Now.Sub(d.OldestUnresolved.CreatedAt))
@@ -77,4 +87,35 @@ func chartBuckets(in []models.Bucket) []views.ChartBucket {
 		out[i] = views.ChartBucket{Start: b.Start, Counts: b.Counts}
 	}
 	return out
+}
+
+// approvalsSummed is how many operations awaiting approval the dashboard sums, the newest.
+const approvalsSummed = 500
+
+// approvalsAtStake sums what the operations awaiting approval put at stake, per currency
+// ("4,649.00 EUR + 120.00 USD"), from their masked params as the operation pages read them;
+// partial when there are more than it sums.
+func (h *Console) approvalsAtStake(c echo.Context, v *Viewer) (string, bool, error) {
+	ops, more, err := h.Ledger.SearchOperations(c.Request().Context(), v.Scope,
+		models.Search{State: models.StateAwaitingApproval, Limit: approvalsSummed})
+	if err != nil {
+		return "", false, err
+	}
+	totals := map[string]*big.Int{}
+	for _, op := range ops {
+		st := stakesOf(h.Catalog, op)
+		if st.Minor == nil {
+			continue
+		}
+		if totals[st.Currency] == nil {
+			totals[st.Currency] = new(big.Int)
+		}
+		totals[st.Currency].Add(totals[st.Currency], st.Minor)
+	}
+	currencies := slices.Sorted(maps.Keys(totals))
+	parts := make([]string, len(currencies))
+	for i, cur := range currencies {
+		parts[i] = catalog.Money(totals[cur].String(), cur)
+	}
+	return strings.Join(parts, " + "), more, nil
 }

@@ -311,7 +311,7 @@ func tenantsSection(p AdminPage) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = scrollRegion("Tenants").Render(templ.WithChildren(ctx, templ_7745c5c3_Var12), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = scrollRegion("Tenants table").Render(templ.WithChildren(ctx, templ_7745c5c3_Var12), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -738,7 +738,7 @@ func usersSection(p AdminPage) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = scrollRegion("Users").Render(templ.WithChildren(ctx, templ_7745c5c3_Var28), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = scrollRegion("Users table").Render(templ.WithChildren(ctx, templ_7745c5c3_Var28), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

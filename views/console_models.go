@@ -88,8 +88,14 @@ type DashboardPage struct {
 	OldestAge    string
 	Overdue      []OperationRow
 	OverdueCount int64
-	Attempts     Chart
-	Probes       Chart
+	// Approvals are the operations awaiting approval; ApprovalsSum what they put at stake, per
+	// currency ("4,649.00 EUR"), "" when none has an amount; ApprovalsPartial says the sum is of
+	// the newest only.
+	Approvals        int64
+	ApprovalsSum     string
+	ApprovalsPartial bool
+	Attempts         Chart
+	Probes           Chart
 }
 
 // ReviewsPage is the review queue with its filters.

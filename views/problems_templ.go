@@ -127,14 +127,14 @@ func problemBody(t ProblemType) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</div></section><section aria-labelledby=\"example\"><h2 id=\"example\">Example</h2><p>An answer carrying this problem looks like this; the <code>detail</code> member varies.</p><pre data-testid=\"problem-example\" role=\"region\" aria-labelledby=\"example\" tabindex=\"0\"><code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</div></section><section aria-labelledby=\"example\"><h2 id=\"example\">Example</h2><p>An answer carrying this problem looks like this; the <code>detail</code> member varies.</p><pre data-testid=\"problem-example\" role=\"region\" aria-label=\"Example, as JSON\" tabindex=\"0\"><code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(t.Example)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/problems.templ`, Line: 43, Col: 108}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/problems.templ`, Line: 43, Col: 112}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {

@@ -375,7 +375,7 @@ func subscriptionsSection(p WebhooksPage) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = scrollRegion("Subscriptions").Render(templ.WithChildren(ctx, templ_7745c5c3_Var7), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = scrollRegion("Subscriptions table").Render(templ.WithChildren(ctx, templ_7745c5c3_Var7), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -615,7 +615,7 @@ func deliveriesSection(p WebhooksPage) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = scrollRegion("Deliveries").Render(templ.WithChildren(ctx, templ_7745c5c3_Var25), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = scrollRegion("Deliveries table").Render(templ.WithChildren(ctx, templ_7745c5c3_Var25), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
