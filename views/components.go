@@ -55,6 +55,14 @@ func StateLabel(state string) string {
 	return state
 }
 
+// stateShort names a state in a word where width is short: "Unknown" for the outcome unknown.
+func stateShort(state string) string {
+	if state == "UNKNOWN" {
+		return "Unknown"
+	}
+	return StateLabel(state)
+}
+
 // badgeClass returns the classes of a state's badge. A state this package does not know is shown
 // as a plain badge.
 func badgeClass(state string) string {

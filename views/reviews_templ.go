@@ -640,7 +640,7 @@ func ReviewListFragment(l ReviewList) templ.Component {
 							return templ_7745c5c3_Err
 						}
 					} else {
-						templ_7745c5c3_Err = StateBadge(r.Operation.State).Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = queueStateBadge(r.Operation.State).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}

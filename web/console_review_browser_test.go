@@ -119,7 +119,8 @@ func TestBrowserConfirmSucceededFromQueue(t *testing.T) {
 	signIn(t, ctx, con.URL+"/login?next=%2Freviews", "rita@example.com", pw)
 	row := `[data-testid="review-row"][data-operation-id="` + refund.ID + `"]`
 	run(t, ctx, chromedp.WaitVisible(row))
-	assert.Equal(t, "Outcome unknown", value(t, ctx, chromedp.Text(row+" "+testID("state-badge"))))
+	assert.Equal(t, "Unknown", value(t, ctx, chromedp.Text(row+" "+testID("state-badge"))), "the queue says it in a word")
+	assert.Equal(t, "UNKNOWN: Outcome unknown", value(t, ctx, chromedp.AttributeValue(row+" "+testID("state-badge"), "title")).Value)
 	run(t, ctx,
 		chromedp.Click(row+" "+testID("review-operation-link")),
 		chromedp.WaitVisible(testID("action-panel")),
