@@ -77,6 +77,17 @@ func (l *prismLog) String() string {
 // answered 4xx and logged as a violation, never mocked. It returns Prism's URL and its log.
 func prismMock(t *testing.T, spec string) (string, *prismLog) {
 	t.Helper()
+	u, log, err := startPrism(t, spec, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, log
+}
+
+// startPrism is prismMock's start, failing with what Prism printed when it does not listen
+// within wait. The process is stopped when the test ends.
+func startPrism(t *testing.T, spec string, wait time.Duration) (string, *prismLog, error) {
+	t.Helper()
 	bin := npmFile(t, filepath.Join(".bin", "prism"))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -100,14 +111,16 @@ func prismMock(t *testing.T, spec string) (string, *prismLog) {
 				ready <- m[1]
 			}
 		}
+		close(ready)
 	}()
 	select {
-	case u := <-ready:
-		return strings.TrimRight(u, "/"), log
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("Prism did not say where it listens:\n%s", tail(log.String(), 4000))
+	case u, ok := <-ready:
+		if ok {
+			return strings.TrimRight(u, "/"), log, nil
+		}
+	case <-time.After(wait):
 	}
-	return "", nil
+	return "", log, fmt.Errorf("Prism did not say where it listens:\n%s", tail(log.String(), 4000))
 }
 
 func tail(s string, n int) string {

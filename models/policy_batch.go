@@ -177,9 +177,9 @@ func (l *Ledger) checkedBatch(ctx context.Context, reqs []policyClaim, out []pol
 	}
 	written := decideMembers(reqs, out, counters)
 	if len(written) < len(reqs) {
-		// A member goes alone: its own transaction decides it on the exact count, which the
-		// cache may be far above (a window that moved a day). The next batch reads the
-		// counters locked and caches them again.
+		// A member goes alone: its own transaction decides it on the count as it is, which
+		// may be below the cached one (an operation that failed since gave its amount back).
+		// The next batch reads the counters locked and caches them again.
 		l.batch.counters.forget(w.keys)
 	}
 	if len(written) == 0 {

@@ -33,6 +33,9 @@ type HTTPSpec struct {
 	SuggestedIdempotencyHeader string
 	// Query are the params sent in the URL's query, each when given (http.query).
 	Query []QueryParam
+	// Headers are fixed headers the document gives one value (http.headers): a header
+	// parameter with a single allowed value, or named in the path's fragment.
+	Headers map[string]string
 }
 
 // QueryParam is one entry of http.query: the param, the query parameter's name when it

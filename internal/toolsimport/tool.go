@@ -38,11 +38,21 @@ func buildTool(o operation, prefix, connection, base, keyHeader string, budget *
 	if o.op.Deprecated {
 		b.note("deprecated in the document")
 	}
+	// A fragment is never sent: some documents (AWS's) tell apart operations of one path by
+	// one, #X-Amz-Target=Service.Operation naming a header's value, or #param.
+	path, fragment, _ := strings.Cut(o.path, "#")
+	if fragment != "" {
+		b.note("the path's fragment #%s is not part of the request", fragment)
+		if name, value, ok := strings.Cut(fragment, "="); ok && headerName.MatchString(name) && fixedValue(value) {
+			b.fixed = map[string]string{http.CanonicalHeaderKey(name): value}
+		}
+	}
 	// The body first: its fields' names are the downstream's, while the names of path and
 	// query params are only ours, so those give way when they clash.
 	t.HTTP.Body = b.body(o)
 	idents := b.params(o)
-	target := replaceParams(o.path, func(sub string) string {
+	t.HTTP.Headers = b.fixed
+	target := replaceParams(path, func(sub string) string {
 		name := strings.Trim(sub, "{}")
 		ident, ok := idents[name]
 		if !ok {
@@ -78,6 +88,15 @@ func buildTool(o operation, prefix, connection, base, keyHeader string, budget *
 	return t
 }
 
+// headerName is a header's name as a fragment may give it.
+var headerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+
+// fixedValue reports whether v may be written as a fixed header's value: printable, and no
+// template (a value is a template over the call, like a URL).
+func fixedValue(v string) bool {
+	return v != "" && !strings.ContainsAny(v, "{}\r\n") && strings.TrimSpace(v) == v
+}
+
 // pathParam finds the {name}s of a path template.
 var pathParam = regexp.MustCompile(`\{[^{}]+\}`)
 
@@ -110,6 +129,7 @@ type toolBuilder struct {
 	queryParams       []QueryParam
 	inURL             []string
 	idempotencyHeader string
+	fixed             map[string]string // http.headers: fixed values the document gives
 	notes             []string
 }
 
@@ -256,7 +276,16 @@ func (b *toolBuilder) params(o operation) map[string]string {
 				leftOwn = append(leftOwn, p.Name)
 			case strings.EqualFold(p.Name, "Authorization"):
 				leftAuth = append(leftAuth, p.Name)
+			case b.fixed[http.CanonicalHeaderKey(p.Name)] != "":
+				// Its value is the fragment's (AWS's X-Amz-Target): sent as it says.
 			default:
+				if v, ok := onlyValue(p); ok && p.Required {
+					if b.fixed == nil {
+						b.fixed = map[string]string{}
+					}
+					b.fixed[http.CanonicalHeaderKey(p.Name)] = v
+					continue
+				}
 				leftHeader = append(leftHeader, p.Name)
 			}
 		case openapi3.ParameterInCookie:
@@ -280,6 +309,15 @@ func (b *toolBuilder) params(o operation) map[string]string {
 		b.note("left out: the cookie parameters %s", strings.Join(leftCookie, ", "))
 	}
 	return idents
+}
+
+// onlyValue is the one value a header parameter's schema allows (an enum of one string), if so.
+func onlyValue(p *openapi3.Parameter) (string, bool) {
+	if p.Schema == nil || p.Schema.Value == nil || len(p.Schema.Value.Enum) != 1 {
+		return "", false
+	}
+	v, ok := p.Schema.Value.Enum[0].(string)
+	return v, ok && fixedValue(v)
 }
 
 // ident returns name, or name+suffix when a param already has that name.

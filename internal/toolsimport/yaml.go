@@ -109,6 +109,14 @@ func httpToolNode(t *HTTPTool) *yaml.Node {
 		}
 		h.Content = append(h.Content, scalar("query"), q)
 	}
+	if len(t.HTTP.Headers) > 0 {
+		hs := mapping()
+		hs.Style = yaml.FlowStyle
+		for _, name := range slices.Sorted(maps.Keys(t.HTTP.Headers)) {
+			add(hs, name, t.HTTP.Headers[name])
+		}
+		h.Content = append(h.Content, scalar("headers"), hs)
+	}
 	add(h, "idempotency_header", t.HTTP.IdempotencyHeader)
 	if s := t.HTTP.SuggestedIdempotencyHeader; s != "" {
 		// A foot comment on the last key prints after its value, inside http: at the
