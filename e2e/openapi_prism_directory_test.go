@@ -76,7 +76,7 @@ func TestImportedDirectoryThroughPrism(t *testing.T) {
 			if len(calls) == prismToolsPerDoc {
 				break
 			}
-			if len(tool.Notes) > 0 && strings.Contains(strings.Fields(tool.Notes[0]+" x x")[1], "#") {
+			if len(tool.Notes) > 0 && strings.Contains(strings.Fields(tool.Notes[0] + " x x")[1], "#") {
 				continue // a path with a fragment (AWS's), which Prism cannot route to
 			}
 			params, ok := exampleParams(tool.ParamsSchema)
