@@ -300,6 +300,9 @@ type eventInput struct {
 	attempt int
 	actor   string
 	detail  map[string]any
+	// rawDetail, when set, is the detail already encoded as a JSON object (a policy decision,
+	// written as the operation_policies row holds it), in place of detail.
+	rawDetail []byte
 }
 
 // newEvent is the row of the event in describes, at at.
@@ -314,7 +317,9 @@ func newEvent(at time.Time, in eventInput) (Event, error) {
 	if in.attempt > 0 {
 		ev.Attempt = ptr(in.attempt)
 	}
-	if len(in.detail) > 0 {
+	if len(in.rawDetail) > 0 {
+		ev.Detail = ptr(string(in.rawDetail))
+	} else if len(in.detail) > 0 {
 		b, err := json.Marshal(in.detail)
 		if err != nil {
 			return ev, err

@@ -218,11 +218,7 @@ func (l *Ledger) recordPolicy(tx *gorm.DB, now time.Time, op *Operation, p *Poli
 			return err
 		}
 	}
-	var detail map[string]any
-	if err := json.Unmarshal(b, &detail); err != nil {
-		return err
-	}
-	return l.appendEvent(tx, now, eventInput{op: op, typ: EventPolicyDecided, actor: actor, detail: detail})
+	return l.appendEvent(tx, now, eventInput{op: op, typ: EventPolicyDecided, actor: actor, rawDetail: b})
 }
 
 // PolicyOf returns what the policies and budgets decided of operation id, nil when none applied.

@@ -329,11 +329,7 @@ func policyStatement(reqs []policyClaim, written []int, check *counterCheck) (*s
 		if err != nil {
 			return nil, err
 		}
-		var detail map[string]any
-		if err := json.Unmarshal(b, &detail); err != nil {
-			return nil, err
-		}
-		decided, err := newEvent(r.claim.op.CreatedAt, eventInput{op: r.claim.op, typ: EventPolicyDecided, actor: r.actor, detail: detail})
+		decided, err := newEvent(r.claim.op.CreatedAt, eventInput{op: r.claim.op, typ: EventPolicyDecided, actor: r.actor, rawDetail: b})
 		if err != nil {
 			return nil, err
 		}
