@@ -71,7 +71,7 @@ func auditBody(p AuditPage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if p.Limited {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"muted\">You see the entries of your tenants only.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"muted\" data-testid=\"audit-limited\">You see the entries of your tenants only, so entry numbers skip: the gaps are other tenants' entries and the gateway's own (sign-ins, tenants created). The chain is checked over all of them.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

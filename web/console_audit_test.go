@@ -94,6 +94,9 @@ func TestAuditPage(t *testing.T) {
 				assert.Equal(t, "acme", tenant)
 			}
 			assert.Empty(t, desk.aude.Get(t, "/audit?tenant=globex").Attrs("audit-row", "data-seq"), "another tenant finds nothing")
+			require.Len(t, p.TestIDs("audit-limited"), 1)
+			assert.Contains(t, p.TestIDs("audit-limited")[0], "entry numbers skip", "the gaps in the numbers are explained")
+			assert.Empty(t, desk.ada.Get(t, "/audit").TestIDs("audit-limited"), "an unlimited auditor sees every entry")
 		})
 		t.Run("pages", func(t *testing.T) {
 			for i := range 60 {

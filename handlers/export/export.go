@@ -230,8 +230,22 @@ func (x *Exporter) auditInput(req Request, filter json.RawMessage, res Result, o
 	if failure != "" {
 		d["error"] = failure
 	}
-	return models.AuditInput{Actor: req.Actor, Action: ActionCreated, Tenant: req.Filter.Tenant, Outcome: outcome,
+	return models.AuditInput{Actor: req.Actor, Action: ActionCreated, Tenant: req.auditTenant(), Outcome: outcome,
 		RequestID: req.RequestID, Detail: d}
+}
+
+// auditTenant is the tenant the export's audit entry is recorded under: the filter's, or the
+// requester's only tenant when the filter names none (a user limited to one tenant exported
+// all they see). A person limited to tenants sees only their tenants' entries, so this is what
+// lets them find their own export in the audit log.
+func (req Request) auditTenant() string {
+	if req.Filter.Tenant != "" {
+		return req.Filter.Tenant
+	}
+	if t := req.Scope.Tenants(); len(t) == 1 {
+		return t[0]
+	}
+	return ""
 }
 
 // auditFailure records an export that broke off. It is recorded even when ctx was cancelled

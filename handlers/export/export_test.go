@@ -377,3 +377,35 @@ func TestExportRefusesInvalidRequests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, seq, "a refused request is not an export")
 }
+
+// A person limited to one tenant finds their own export in the audit log they can read: an
+// export without a tenant filter is recorded under their only tenant. An unlimited one's stays
+// the gateway's (no tenant), and a filter's tenant is the entry's.
+func TestExportAuditedWhereItsRequesterSeesIt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d models.Dialect) {
+		f := newFixture(t, d)
+		for _, tc := range []struct {
+			name   string
+			scope  models.Scope
+			filter export.Filter
+			tenant string
+		}{
+			{"limited to one tenant", models.OnlyTenants("globex"), export.Filter{}, "globex"},
+			{"a tenant's filter", models.AllTenants(), export.Filter{Tenant: "acme"}, "acme"},
+			{"unlimited", models.AllTenants(), export.Filter{}, ""},
+			{"limited to two tenants", models.OnlyTenants("acme", "globex"), export.Filter{}, ""},
+		} {
+			f.runScopedExport(t, export.NDJSON, tc.scope, tc.filter)
+			entries, _, err := f.l.AuditEntries(t.Context(), models.AllTenants(), models.AuditSearch{Action: export.ActionCreated, Limit: 1})
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			assert.Equal(t, tc.tenant, entries[0].Tenant, tc.name)
+			if tc.tenant != "" {
+				mine, _, err := f.l.AuditEntries(t.Context(), models.OnlyTenants(tc.tenant), models.AuditSearch{Action: export.ActionCreated, Limit: 1})
+				require.NoError(t, err)
+				require.Len(t, mine, 1, "%s: the requester's own scope shows the entry", tc.name)
+				assert.Equal(t, entries[0].Seq, mine[0].Seq)
+			}
+		}
+	})
+}
