@@ -45,17 +45,26 @@ func requiredApprovals(op *models.Operation, tool *catalog.Tool) int {
 	return n
 }
 
-// actionPanel builds the actions slot of the operation page for v.
-func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.Time, refused *refusedAction) views.ActionPanel {
+// actionPanel builds the actions slot of the operation page for v. search is what to search
+// the downstream for (the situation's): on an UNKNOWN operation v may decide, it is the
+// decision's step 1, and its choices step 2.
+func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.Time, refused *refusedAction, search *views.DownstreamSearch) views.ActionPanel {
 	op := rec.Op
 	p := views.ActionPanel{ExpectedState: string(op.State), ExpectedAttempts: op.Attempts, CSRFToken: v.CSRFToken}
 	tool, known := h.Catalog.Get(op.Tool)
 	switch op.State {
 	case models.StateUnknown:
 		p.Heading = "Decide what happened"
-		p.Intro = "Nobody knows whether this call took effect, and the gateway does not guess. " +
-			"Look for it in the downstream system (what to search by is below), then record what you found."
+		// With what to search for as its step 1, the intro is one line on a phone: the
+		// situation below says why the gateway did not settle it alone.
+		p.Intro = "Nobody knows whether it took effect."
 		p.Forms = unknownForms(op, tool, known, stakesOf(h.Catalog, op))
+		if search != nil {
+			p.Search, p.Choose = search, "Record what you found:"
+		} else {
+			p.Intro = "Nobody knows whether this call took effect, and the gateway does not guess. " +
+				"Look for it in the downstream system, then record what you found."
+		}
 	case models.StateAwaitingApproval:
 		p.Heading = "Approve or reject"
 		p.Forms = h.approvalForms(v, rec, tool, known, now, &p)
@@ -66,7 +75,7 @@ func (h *Console) actionPanel(v *Viewer, rec *models.OperationRecord, now time.T
 		}
 	}
 	if len(p.Forms) > 0 && !mayAct(v) {
-		p.Forms = nil
+		p.Forms, p.Search = nil, nil
 		p.ReadOnly = "Your role (" + string(v.Role) + ") can read this operation but not act on it."
 	}
 	for i := range p.Forms {

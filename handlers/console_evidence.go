@@ -8,7 +8,8 @@ import (
 )
 
 // evidenceLine says in a few words what an operation's attempts and look-ups saw, for a row of
-// a list (the queue, a bulk decision): "14 look-ups, all HTTP 500 · 1 attempt · timeout".
+// a list (the queue, a bulk decision): "14 look-ups told nothing either way (HTTP 500) · 1
+// attempt · timeout".
 // Rows that differ in what happened then read differently; "" when nothing was tried. The
 // look-ups come first: they are the latest word, and a row cut short keeps its start.
 func evidenceLine(ev models.Evidence) string { return strings.Join(evidenceParts(ev), " · ") }
@@ -23,7 +24,7 @@ func evidenceParts(ev models.Evidence) []string {
 			n += c.N
 			answers[lookupAnswer(c.Outcome, c.Status)] += c.N
 		}
-		parts = append(parts, lookupTally(n, answers))
+		parts = append(parts, lookupsSaw(n, answers))
 	}
 	if ev.Attempts > 0 {
 		parts = append(parts, plural(ev.Attempts, "attempt", "attempts"))
@@ -32,6 +33,19 @@ func evidenceParts(ev models.Evidence) []string {
 		parts = append(parts, seen)
 	}
 	return parts
+}
+
+// lookupsSaw says what n look-ups saw, by answer (counted in answers): look-ups that all
+// failed say they told nothing either way, their answers after ("14 look-ups told nothing
+// either way (HTTP 500)"), lest "all HTTP 500" read as a verdict; others as lookupTally ("3
+// look-ups: 2 × HTTP 500, 1 × not found").
+func lookupsSaw(n int, answers map[string]int) string {
+	for a := range answers {
+		if telling(a) {
+			return lookupTally(n, answers)
+		}
+	}
+	return plural(n, "look-up", "look-ups") + " told nothing either way (" + answersTally(answers) + ")"
 }
 
 // attemptSeen names, in a word or two, what the last finished attempt saw: the status it got,

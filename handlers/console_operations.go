@@ -272,7 +272,10 @@ func (h *Console) renderOperation(c echo.Context, v *Viewer, rec *models.Operati
 	// The version of what the page shows, from the same record: the live check compares it.
 	p.LiveVersion, p.LiveSrc = rec.Version(), OperationHref(rec.Op.ID)+"/version"
 	p.Claim = h.claimBox(v, rec, now)
-	panel := h.actionPanel(v, rec, now, refused)
+	panel := h.actionPanel(v, rec, now, refused, p.Situation.Search)
+	if panel.Search != nil {
+		p.Situation.Search = nil // the decision's step 1: not repeated below it
+	}
 	for i := range panel.Forms {
 		if panel.Forms[i].Name == models.ActionApprove && len(alikes) > 0 {
 			panel.Forms[i].Confirm = lookAlikeConfirm(len(alikes))

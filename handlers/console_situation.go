@@ -57,28 +57,40 @@ func situation(cat *catalog.Catalog, rec *models.OperationRecord, view opviewLit
 		deref(op.ErrorClass) != models.ErrorRejectedByReviewer {
 		s.Detail = *op.ErrorMessage
 	}
+	s.Search = downstreamSearch(tool, known, op, view, rec.Attempts)
+	return s
+}
+
+// downstreamSearch is what to look for in the downstream of op: its reference once the
+// downstream gave one, else the downstream key where the downstream keeps or links it, else
+// the call's details and when it was sent; nil for an operation never sent.
+func downstreamSearch(tool *catalog.Tool, known bool, op *models.Operation, view opviewLite, attempts []models.Attempt) *views.DownstreamSearch {
+	var d views.DownstreamSearch
 	switch {
-	case len(rec.Attempts) == 0 && view.downstreamRef == "":
+	case len(attempts) == 0 && view.downstreamRef == "":
 		// Never sent (awaiting approval, rejected, lapsed, denied): nothing to look for downstream.
+		return nil
 	case view.downstreamRef != "":
-		s.ReferenceLabel, s.Reference, s.ReferenceHint = "Downstream reference", view.downstreamRef, "The id the downstream gave it."
-		s.ReferenceWhat = "the downstream reference"
+		d = views.DownstreamSearch{Label: "Downstream reference", Value: view.downstreamRef, What: "the downstream reference",
+			Hint: "The id the downstream gave it."}
 	case !known || keyFindable(tool):
-		s.ReferenceLabel, s.Reference, s.ReferenceWhat = "Search the downstream for", view.downstreamKey, "the downstream key"
-		s.ReferenceHint = "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."
+		d = views.DownstreamSearch{Label: "Search the downstream for", Value: view.downstreamKey, What: "the downstream key",
+			Hint: "The downstream key: idemgate sent it with the request (X-Idemgate-Downstream-Key), so the downstream can find the call by it."}
 	default:
 		// The downstream keeps no key of idemgate's for this tool: what to look for is the call
 		// itself, by what it was about and when it was sent.
-		s.ReferenceLabel, s.Reference = "Search the downstream by", callDetails(tool, op, view, rec.Attempts)
-		s.ReferenceWhat = "the call's details"
-		s.ReferenceHint = "This downstream keeps no key of idemgate's: look for a call with these details, made in this window."
+		d = views.DownstreamSearch{Label: "Search the downstream by", Value: callDetails(tool, op, view, attempts), What: "the call's details",
+			Hint: "This downstream keeps no key of idemgate's: look for a call with these details, made in this window."}
 	}
-	if known && s.Reference != "" {
-		s.ReferenceLink = tool.ReferenceURL(catalog.TemplateData{OperationID: op.ID, DownstreamKey: view.downstreamKey, Key: op.Key,
+	if d.Value == "" {
+		return nil
+	}
+	if known {
+		d.Link = tool.ReferenceURL(catalog.TemplateData{OperationID: op.ID, DownstreamKey: view.downstreamKey, Key: op.Key,
 			Tenant: op.Tenant, Params: view.params})
-		s.ReferenceLinkText = "Look it up in the " + service
+		d.LinkText = "Look it up in the " + serviceName(op.Tool)
 	}
-	return s
+	return &d
 }
 
 // keyFindable reports whether tool's downstream can be searched by the downstream key: it
@@ -249,17 +261,24 @@ func reconcileStatus(op *models.Operation, events []models.Event, tool *catalog.
 // 500", "1 look-up: not found", "4 look-ups: 3 × HTTP 500, 1 × no answer".
 func lookupTally(n int, answers map[string]int) string {
 	s := plural(n, "look-up", "look-ups")
-	if len(answers) == 1 {
-		for a := range answers {
-			if n == 1 {
-				return s + ": " + a
-			}
-			return s + ", all " + a
-		}
+	switch {
+	case len(answers) == 1 && n == 1:
+		return s + ": " + answersTally(answers)
+	case len(answers) == 1:
+		return s + ", all " + answersTally(answers)
 	}
+	return s + ": " + answersTally(answers)
+}
+
+// answersTally names the look-ups' answers, the most frequent first: "HTTP 500" when all got
+// the same, "3 × HTTP 500, 1 × no answer" otherwise.
+func answersTally(answers map[string]int) string {
 	keys := make([]string, 0, len(answers))
 	for a := range answers {
 		keys = append(keys, a)
+	}
+	if len(keys) == 1 {
+		return keys[0]
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		return answers[keys[i]] > answers[keys[j]] || (answers[keys[i]] == answers[keys[j]] && keys[i] < keys[j])
@@ -268,7 +287,7 @@ func lookupTally(n int, answers map[string]int) string {
 	for i, k := range keys {
 		parts[i] = strconv.Itoa(answers[k]) + " × " + k
 	}
-	return s + ": " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }
 
 // telling reports whether a look-up's answer (lookupAnswer) says anything of whether the

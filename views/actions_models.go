@@ -10,6 +10,10 @@ type ActionPanel struct {
 	// Heading and Intro say what the person is asked to decide, for the operation's state.
 	Heading string
 	Intro   string
+	// Search, on an UNKNOWN operation a person may decide, is what to search the downstream
+	// for: the decision's step 1, its choices step 2 (Choose says what to do with them).
+	Search *DownstreamSearch
+	Choose string
 	// Approvals says where an operation awaiting approval stands; nil otherwise.
 	Approvals *ApprovalStatus
 	Forms     []ActionForm

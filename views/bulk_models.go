@@ -75,8 +75,9 @@ type BulkRow struct {
 	// Summary says what the operation does, from its tool's summary ("4,800.00 EUR for order
 	// 7702"); "" when the tool has none.
 	Summary string
-	// Evidence says what its attempts and look-ups saw, in parts ("14 look-ups, all HTTP 500",
-	// "1 attempt", "timeout"), as the queue does; none when nothing was tried.
+	// Evidence says what its attempts and look-ups saw, in parts ("14 look-ups told nothing
+	// either way (HTTP 500)", "1 attempt", "timeout"), as the queue does; none when nothing was
+	// tried.
 	Evidence []string
 	// Now is its state as the page was made, on the result page: what the decision led to.
 	Now string

@@ -182,8 +182,8 @@ type ReviewRow struct {
 	// UNKNOWN outcome, an approval): a row says it once, by its state badge, and names the
 	// reason beside it only when it adds something (a person handed it over).
 	ShowReason bool
-	// Evidence says what its attempts and look-ups saw ("1 attempt · timeout · 14 look-ups,
-	// all HTTP 500"); "" when nothing was tried.
+	// Evidence says what its attempts and look-ups saw ("14 look-ups told nothing either way
+	// (HTTP 500) · 1 attempt · timeout"); "" when nothing was tried.
 	Evidence string
 	// LookAlike marks an operation with look-alikes (models.LookAlikes).
 	LookAlike bool
@@ -307,22 +307,30 @@ type LookAlikeRow struct {
 
 // Situation is the top of an operation page, in plain words: what happened (Outcome), why the
 // gateway did not settle it alone (Why), where reconciliation stands (Reconcile), the error as
-// recorded (Detail), and what to look for in the downstream (Reference, with a link when the
-// tools file gives one). Empty members are not shown.
+// recorded (Detail), and what to look for in the downstream (Search, with a link when the
+// tools file gives one; nil when there is nothing to look for, or when the decision panel shows
+// it as its first step). Empty members are not shown.
 type Situation struct {
-	Tone           NoticeKind
-	Outcome        string
-	WhyLabel       string
-	Why            string
-	Reconcile      string
-	Detail         string
-	ReferenceLabel string
-	Reference      string
-	// ReferenceWhat names what Reference is, for the copy button ("the downstream key").
-	ReferenceWhat     string
-	ReferenceHint     string
-	ReferenceLink     string
-	ReferenceLinkText string
+	Tone      NoticeKind
+	Outcome   string
+	WhyLabel  string
+	Why       string
+	Reconcile string
+	Detail    string
+	Search    *DownstreamSearch
+}
+
+// DownstreamSearch is what to look for in the downstream: the downstream's own reference once
+// known, else the downstream key, else the call's details and when it was sent.
+type DownstreamSearch struct {
+	// Label says what Value is to the reader ("Search the downstream for").
+	Label string
+	Value string
+	// What names Value for the copy button ("the downstream key"): "Copy the downstream key".
+	What     string
+	Hint     string
+	Link     string
+	LinkText string
 }
 
 // Timeline is an operation's history as the page reads it: Rows in order, people's decisions

@@ -107,3 +107,13 @@ func rowTimeTitle(t Time) string {
 	}
 	return t.Text + ", " + t.Age
 }
+
+// phrases splits a part of an evidence line where it may wrap, before a parenthesis, so that
+// a cell wraps "16 look-ups told nothing either way" and "(HTTP 500)" apart when it must, but
+// never "HTTP" from "500".
+func phrases(part string) []string {
+	if i := strings.Index(part, " ("); i > 0 {
+		return []string{part[:i], part[i+1:]}
+	}
+	return []string{part}
+}

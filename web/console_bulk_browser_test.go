@@ -137,9 +137,9 @@ func TestBrowserBulkRetryNamesTheRisk(t *testing.T) {
 		assert.NotEmpty(t, value(t, ctx, chromedp.Text(row+testID("bulk-summary"))), op.Key)
 	}
 	assert.Equal(t, map[string]string{
-		"order-7000:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
-		"order-7001:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
-		"order-7002:refund": "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+		"order-7000:refund": "2 look-ups told nothing either way (HTTP 500) · 1 attempt · HTTP 504",
+		"order-7001:refund": "2 look-ups told nothing either way (HTTP 500) · 1 attempt · HTTP 504",
+		"order-7002:refund": "2 look-ups told nothing either way (HTTP 500) · 1 attempt · HTTP 504",
 		"order-7100:ticket": "1 attempt · HTTP 504",
 	}, evidence)
 	assert.Equal(t, "At stake: 15.00 EUR in 3 of 4 operations; the others name no amount",
@@ -148,7 +148,7 @@ func TestBrowserBulkRetryNamesTheRisk(t *testing.T) {
 	prepare(models.ActionConfirmNotExecuted)
 	run(t, ctx, chromedp.WaitVisible(testID("bulk-risk")))
 	assert.Equal(t, []bool{true, false}, buttonLooks(), "the risky retry is the danger colour, not the blue of asking")
-	assert.Equal(t, "2 look-ups, all HTTP 500 · 1 attempt · HTTP 504",
+	assert.Equal(t, "2 look-ups told nothing either way (HTTP 500) · 1 attempt · HTTP 504",
 		value(t, ctx, chromedp.Text(`[data-testid="bulk-row"][data-operation-id="`+ops[0].ID+`"] `+testID("bulk-evidence"))))
 	assert.Equal(t, "3 of these go to refunds.issue, which cannot recognise a repeat; if the first attempt did reach it, "+
 		"this sends a second refunds.issue request.", value(t, ctx, chromedp.Text(testID("bulk-risk-text"))))

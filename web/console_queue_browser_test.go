@@ -111,7 +111,7 @@ func TestBrowserQueueRowsAndOrder(t *testing.T) {
 		return value(t, ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector('`+sel+`');
 			return e && e.getBoundingClientRect().width >= 100 ? e.title : 'missing or cut to nothing'; })()`))
 	}
-	assert.Equal(t, fmt.Sprintf("%d look-ups, all HTTP 500 · 1 attempt · connection closed", lookups), evidence(ops[0]))
+	assert.Equal(t, fmt.Sprintf("%d look-ups told nothing either way (HTTP 500) · 1 attempt · connection closed", lookups), evidence(ops[0]))
 	assert.Equal(t, "1 attempt · HTTP 504", evidence(ops[3]))
 	assert.Equal(t, "1 attempt · HTTP 504", value(t, ctx, chromedp.Text(`[data-operation-id="`+ops[3].ID+`"] `+testID("review-evidence"))))
 	assert.Zero(t, count(t, ctx, `[data-operation-id="`+ops[5].ID+`"] `+testID("review-evidence")), "an approval not yet sent has nothing to show")
